@@ -1,0 +1,214 @@
+/* Encoding and parsing of name records (format in record.h). */
+#include "record.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+#include <xxh_x86dispatch.h>
+
+#define RECORD_MAGIC "kvtierfs-record 1\n"
+
+void kvt_record_init(struct kvt_record *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+void kvt_record_clear(struct kvt_record *r)
+{
+	if (r->xattrs)
+		g_hash_table_unref(r->xattrs);
+	kvt_record_init(r);
+}
+
+GHashTable *kvt_xattrs_new(void)
+{
+	return g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+				     (GDestroyNotify)g_bytes_unref);
+}
+
+GHashTable *kvt_xattrs_dup(GHashTable *src)
+{
+	GHashTable *dst = kvt_xattrs_new();
+	GHashTableIter it;
+	gpointer k, v;
+
+	if (src) {
+		g_hash_table_iter_init(&it, src);
+		while (g_hash_table_iter_next(&it, &k, &v))
+			g_hash_table_insert(dst, g_strdup(k), g_bytes_ref(v));
+	}
+	return dst;
+}
+
+void kvt_record_copy(struct kvt_record *dst, const struct kvt_record *src)
+{
+	kvt_record_clear(dst);
+	dst->hash = src->hash;
+	dst->size = src->size;
+	memcpy(dst->ref, src->ref, sizeof(dst->ref));
+	if (src->xattrs && g_hash_table_size(src->xattrs))
+		dst->xattrs = kvt_xattrs_dup(src->xattrs);
+}
+
+static void append_hex(GString *s, const guint8 *p, gsize n)
+{
+	for (gsize i = 0; i < n; i++)
+		g_string_append_printf(s, "%02x", p[i]);
+}
+
+static gint cmp_str(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+GString *kvt_record_encode(const struct kvt_record *r)
+{
+	char hex[KVT_HASH_HEX_LEN + 1];
+	GString *s = g_string_sized_new(256);
+
+	kvt_hash_hex(&r->hash, hex);
+	g_string_append(s, RECORD_MAGIC);
+	g_string_append_printf(s, "hash %s\nsize %" G_GUINT64_FORMAT "\nref %s\n",
+			       hex, r->size, r->ref);
+	if (r->xattrs && g_hash_table_size(r->xattrs)) {
+		/* Sorted so that equal records encode to equal bytes. */
+		g_autoptr(GPtrArray) names = g_hash_table_get_keys_as_ptr_array(r->xattrs);
+
+		g_ptr_array_sort(names, cmp_str);
+		for (guint i = 0; i < names->len; i++) {
+			const char *name = names->pdata[i];
+			GBytes *v = g_hash_table_lookup(r->xattrs, name);
+			gsize vlen;
+			const guint8 *vp = g_bytes_get_data(v, &vlen);
+
+			g_string_append(s, "xattr ");
+			append_hex(s, (const guint8 *)name, strlen(name));
+			g_string_append_c(s, ' ');
+			append_hex(s, vp, vlen);
+			g_string_append_c(s, '\n');
+		}
+	}
+	g_string_append_printf(s, "check %016" G_GINT64_MODIFIER "x\n",
+			       (guint64)XXH3_64bits_dispatch(s->str, s->len));
+	return s;
+}
+
+static int unhex(const char *p, size_t n, GByteArray *out)
+{
+	if (n % 2)
+		return -1;
+	for (size_t i = 0; i < n; i += 2) {
+		int hi = g_ascii_xdigit_value(p[i]), lo = g_ascii_xdigit_value(p[i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		guint8 b = (guint8)(hi << 4 | lo);
+		g_byte_array_append(out, &b, 1);
+	}
+	return 0;
+}
+
+static int parse_line(const char *line, size_t len, struct kvt_record *r,
+		      unsigned *seen)
+{
+	const char *sp = memchr(line, ' ', len);
+	size_t klen, vlen;
+	const char *v;
+
+	if (!sp)
+		return -1;
+	klen = sp - line;
+	v = sp + 1;
+	vlen = len - klen - 1;
+	if (klen == 4 && !memcmp(line, "hash", 4)) {
+		if (!kvt_hash_parse(v, vlen, &r->hash))
+			return -1;
+		*seen |= 1;
+	} else if (klen == 4 && !memcmp(line, "size", 4)) {
+		char buf[24], *end;
+
+		if (vlen == 0 || vlen >= sizeof(buf) || !g_ascii_isdigit(v[0]))
+			return -1;
+		memcpy(buf, v, vlen);
+		buf[vlen] = '\0';
+		errno = 0;
+		r->size = g_ascii_strtoull(buf, &end, 10);
+		if (errno || *end)
+			return -1;
+		*seen |= 2;
+	} else if (klen == 3 && !memcmp(line, "ref", 3)) {
+		if (vlen == 0 || vlen >= KVT_REF_MAX || memchr(v, '/', vlen))
+			return -1;
+		memcpy(r->ref, v, vlen);
+		r->ref[vlen] = '\0';
+		*seen |= 4;
+	} else if (klen == 5 && !memcmp(line, "xattr", 5)) {
+		const char *sp2 = memchr(v, ' ', vlen);
+		g_autoptr(GByteArray) name = g_byte_array_new();
+		g_autoptr(GByteArray) val = g_byte_array_new();
+
+		if (!sp2 || unhex(v, sp2 - v, name) ||
+		    unhex(sp2 + 1, vlen - (sp2 - v) - 1, val) || name->len == 0 ||
+		    memchr(name->data, 0, name->len))
+			return -1;
+		if (!r->xattrs)
+			r->xattrs = kvt_xattrs_new();
+		g_hash_table_replace(r->xattrs,
+				     g_strndup((char *)name->data, name->len),
+				     g_bytes_new(val->data, val->len));
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+int kvt_record_parse(const char *buf, size_t len, struct kvt_record *r)
+{
+	const size_t mlen = strlen(RECORD_MAGIC);
+	const size_t clen = strlen("check ") + 16 + 1;
+	unsigned seen = 0;
+	size_t body;
+	char want[17];
+
+	kvt_record_init(r);
+	if (len < mlen + clen || memcmp(buf, RECORD_MAGIC, mlen) ||
+	    buf[len - 1] != '\n')
+		return -EBADMSG;
+	body = len - clen;
+	if (memcmp(buf + body, "check ", 6))
+		return -EBADMSG;
+	g_snprintf(want, sizeof(want), "%016" G_GINT64_MODIFIER "x",
+		   (guint64)XXH3_64bits_dispatch(buf, body));
+	if (memcmp(buf + body + 6, want, 16))
+		return -EBADMSG;
+	for (size_t pos = mlen; pos < body;) {
+		const char *nl = memchr(buf + pos, '\n', body - pos);
+
+		if (!nl || parse_line(buf + pos, nl - (buf + pos), r, &seen))
+			goto bad;
+		pos = nl - buf + 1;
+	}
+	if (seen != 7)
+		goto bad;
+	return 0;
+bad:
+	kvt_record_clear(r);
+	return -EBADMSG;
+}
+
+char *kvt_object_anchor_path(const kvt_hash *h)
+{
+	char hex[KVT_HASH_HEX_LEN + 1];
+
+	kvt_hash_hex(h, hex);
+	return g_strdup_printf("%.2s/%s", hex, hex);
+}
+
+char *kvt_object_ref_path(const kvt_hash *h, const char *ref)
+{
+	char hex[KVT_HASH_HEX_LEN + 1];
+
+	kvt_hash_hex(h, hex);
+	return g_strdup_printf("%.2s/%s.%s", hex, hex, ref);
+}

@@ -1,0 +1,46 @@
+/* Name records: what a visible file name points to.
+ *
+ * A record is a small regular file under LOWERDIR/names/ at the visible
+ * path.  Its content names the object (hash, size, per-record reference)
+ * and carries the client's own user.* xattrs; its inode metadata (mode,
+ * owner, times) is the visible file's.  Format, one item per line:
+ *
+ *   kvtierfs-record 1
+ *   hash <32 hex: XXH3-128 of the object>
+ *   size <decimal bytes>
+ *   ref <reference id>
+ *   xattr <hex name> <hex value>      (zero or more)
+ *   check <16 hex: XXH3-64 of every byte above this line>
+ *
+ * The check line makes a truncated or overwritten record a parse error,
+ * never a record that points at the wrong object. */
+#pragma once
+#include <glib.h>
+#include <stdint.h>
+
+#include "hash.h"
+
+#define KVT_REF_MAX 48
+#define KVT_RECORD_MAX (4u << 20)
+
+struct kvt_record {
+	kvt_hash hash;
+	uint64_t size;
+	char ref[KVT_REF_MAX];
+	GHashTable *xattrs; /* char *name -> GBytes *value; NULL when none */
+};
+
+void kvt_record_init(struct kvt_record *r);
+void kvt_record_clear(struct kvt_record *r);
+void kvt_record_copy(struct kvt_record *dst, const struct kvt_record *src);
+GHashTable *kvt_xattrs_new(void);
+GHashTable *kvt_xattrs_dup(GHashTable *src);
+
+GString *kvt_record_encode(const struct kvt_record *r);
+/* -EBADMSG when @buf is not a complete, well-formed record. */
+int kvt_record_parse(const char *buf, size_t len, struct kvt_record *r);
+
+/* Object paths relative to the objects/ directory:
+ * "<2 hex>/<32 hex>" (anchor) and "<2 hex>/<32 hex>.<ref>" (reference). */
+char *kvt_object_anchor_path(const kvt_hash *h);
+char *kvt_object_ref_path(const kvt_hash *h, const char *ref);
