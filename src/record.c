@@ -57,7 +57,7 @@ static void append_hex(GString *s, const guint8 *p, gsize n)
 		g_string_append_printf(s, "%02x", p[i]);
 }
 
-static gint cmp_str(gconstpointer a, gconstpointer b)
+static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -73,11 +73,12 @@ GString *kvt_record_encode(const struct kvt_record *r)
 			       hex, r->size, r->ref);
 	if (r->xattrs && g_hash_table_size(r->xattrs)) {
 		/* Sorted so that equal records encode to equal bytes. */
-		g_autoptr(GPtrArray) names = g_hash_table_get_keys_as_ptr_array(r->xattrs);
+		guint n;
+		g_autofree gpointer *names = g_hash_table_get_keys_as_array(r->xattrs, &n);
 
-		g_ptr_array_sort(names, cmp_str);
-		for (guint i = 0; i < names->len; i++) {
-			const char *name = names->pdata[i];
+		qsort(names, n, sizeof(*names), cmp_str);
+		for (guint i = 0; i < n; i++) {
+			const char *name = names[i];
 			GBytes *v = g_hash_table_lookup(r->xattrs, name);
 			gsize vlen;
 			const guint8 *vp = g_bytes_get_data(v, &vlen);

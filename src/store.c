@@ -147,7 +147,7 @@ static int read_marker(int lowerfd, int *version)
 {
 	char buf[64];
 	int fd = openat(lowerfd, KVT_MARKER, O_RDONLY | O_NOFOLLOW);
-	ssize_t n;
+	ssize_t n = 0;
 
 	if (fd < 0)
 		return -errno;
@@ -448,7 +448,7 @@ static int read_record_fd(int fd, struct kvt_record *rec, struct stat *st)
 {
 	g_autofree char *buf = NULL;
 	size_t len = 0;
-	ssize_t n;
+	ssize_t n = 0;
 
 	if (fstat(fd, st))
 		return -errno;

@@ -1,0 +1,1378 @@
+/* FUSE low-level callbacks: translate kernel requests into inode-table and
+ * store operations.  Publication happens here because only the FUSE layer
+ * knows when a client is done (FLUSH, fsync, rename), never at RELEASE. */
+#include "fuse_ops.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "inode.h"
+#include "xattr.h"
+
+/* Reads refresh the record's atime at most this often (an evictor reads
+ * it; rewriting it on every load would cost a lower metadata write). */
+#define ATIME_REFRESH_SEC 10
+
+struct kvt_handle {
+	int fd;                /* readers: object (or finished stage) bytes */
+	struct kvt_stage *rstage; /* readers of an unpublished file */
+	bool writer;
+	bool cached;           /* counted in cache_readers */
+};
+
+struct dir_entry {
+	char *name;
+	unsigned char type;
+};
+
+struct dir_handle {
+	GArray *entries;       /* struct dir_entry */
+};
+
+static fuse_ino_t nodeid_of(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	return ino == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)ino;
+}
+
+/* Attributes of a file, under its lock. */
+static void file_attr(struct kvt_inode *ino, struct stat *st)
+{
+	*st = ino->meta;
+	st->st_ino = ino->serial;
+	st->st_nlink = 1;
+	if (!ino->has_record) {
+		st->st_size = ino->stage ? (off_t)__atomic_load_n(&ino->stage->size,
+								    __ATOMIC_RELAXED) : 0;
+		st->st_blocks = (st->st_size + 511) / 512;
+	} else {
+		st->st_size = ino->rec.size;
+		st->st_blocks = ino->blocks;
+	}
+}
+
+static int inode_attr(struct kvt_inode *ino, struct stat *st)
+{
+	if (ino->is_dir) {
+		if (fstat(ino->fd, st))
+			return -errno;
+		st->st_ino = ino->serial;
+		return 0;
+	}
+	g_mutex_lock(&ino->lock);
+	file_attr(ino, st);
+	g_mutex_unlock(&ino->lock);
+	return 0;
+}
+
+static void fill_entry(struct kvt_fs *fs, struct kvt_inode *ino,
+		       struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = nodeid_of(fs, ino);
+	e->attr_timeout = fs->attr_timeout;
+	e->entry_timeout = fs->entry_timeout;
+	inode_attr(ino, &e->attr);
+}
+
+/* One more kernel lookup of @ino; caller holds the parent's lock. */
+static void count_lookup(struct kvt_inode *ino)
+{
+	if (ino->nlookup++ == 0)
+		kvt_inode_ref(ino);
+}
+
+/* Takes a published record into @ino (caller holds ino->lock). */
+static void inode_take_record(struct kvt_inode *ino, struct kvt_record *rec,
+			      const struct stat *rst, const struct stat *ost)
+{
+	kvt_record_clear(&ino->rec);
+	ino->rec = *rec;
+	kvt_record_init(rec);
+	ino->has_record = true;
+	ino->meta = *rst;
+	ino->rec_ino = rst->st_ino;
+	ino->rec_ctime = rst->st_ctim;
+	ino->blocks = ost ? ost->st_blocks : (blkcnt_t)((ino->rec.size + 511) / 512);
+}
+
+/* Clears a pending stage from an inode that no longer needs it; returns
+ * true when the caller must drop the inode's pending reference. */
+static bool inode_drop_stage(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	struct kvt_stage *st;
+
+	g_mutex_lock(&ino->lock);
+	st = ino->stage;
+	ino->stage = NULL;
+	g_mutex_unlock(&ino->lock);
+	if (!st)
+		return false;
+	kvt_stage_unref(fs, st);
+	return true;
+}
+
+static int do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, const char *name,
+		     struct fuse_entry_param *e)
+{
+	struct kvt_inode *child;
+	struct stat st, ost;
+	struct kvt_record rec;
+	int ret = 0;
+
+	if (strlen(name) > NAME_MAX)
+		return -ENAMETOOLONG;
+	g_mutex_lock(&parent->lock);
+	child = g_hash_table_lookup(parent->children, name);
+	if (child && !child->is_dir) {
+		bool local;
+
+		g_mutex_lock(&child->lock);
+		local = !child->has_record && child->stage;
+		g_mutex_unlock(&child->lock);
+		if (local)
+			goto found; /* being written here: not on the lower disk yet */
+	}
+	if (fstatat(parent->fd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+		ret = -errno;
+		if (child)
+			kvt_inode_detach(child);
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		int fd;
+
+		if (child && child->is_dir && child->lower_ino == st.st_ino &&
+		    child->dev == st.st_dev)
+			goto found;
+		fd = openat(parent->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			ret = -errno;
+			goto out;
+		}
+		if (child)
+			kvt_inode_detach(child);
+		child = kvt_inode_new_dir(parent, name, fd, &st);
+		kvt_inode_attach(parent, child);
+		goto found;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = -ENOENT; /* nothing kvtierfs wrote */
+		goto out;
+	}
+	if (child && !child->is_dir) {
+		bool same;
+
+		g_mutex_lock(&child->lock);
+		same = child->has_record && child->rec_ino == st.st_ino &&
+		       child->rec_ctime.tv_sec == st.st_ctim.tv_sec &&
+		       child->rec_ctime.tv_nsec == st.st_ctim.tv_nsec;
+		g_mutex_unlock(&child->lock);
+		if (same)
+			goto found;
+	}
+	ret = kvt_record_read(fs->store, parent->fd, name, &rec, &st);
+	if (ret == -EBADMSG) {
+		g_warning("%s: unreadable name record, treated as absent", name);
+		ret = -ENOENT;
+	}
+	if (ret < 0)
+		goto out;
+	ret = kvt_object_stat(fs->store, &rec, &ost);
+	if (ret < 0) {
+		g_autofree char *obj = kvt_object_path(&rec);
+
+		g_warning("%s: object %s: %s, treated as absent", name, obj,
+			  g_strerror(-ret));
+		kvt_record_clear(&rec);
+		ret = -ENOENT;
+		goto out;
+	}
+	if (!child || child->is_dir) {
+		if (child)
+			kvt_inode_detach(child);
+		child = kvt_inode_new_file(parent, name);
+		kvt_inode_attach(parent, child);
+	}
+	g_mutex_lock(&child->lock);
+	inode_take_record(child, &rec, &st, &ost);
+	g_mutex_unlock(&child->lock);
+found:
+	count_lookup(child);
+	fill_entry(fs, child, e);
+out:
+	g_mutex_unlock(&parent->lock);
+	return ret;
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	/* O_TRUNC arrives with open, so truncation is part of the new
+	 * version instead of a separate, visible step. */
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	if (conn->capable & FUSE_CAP_ASYNC_DIO)
+		conn->want |= FUSE_CAP_ASYNC_DIO;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* Writes must reach the daemon before close() returns so that
+	 * FLUSH and rename see every byte. */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	conn->max_write = 1u << 20;
+	conn->max_readahead = 1u << 20;
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct fuse_entry_param e;
+	int ret = do_lookup(fs, kvt_inode_of(fs, parent), name, &e);
+
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static void forget_one(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t n)
+{
+	struct kvt_inode *p;
+	bool last;
+
+	if (ino == fs->root)
+		return;
+	g_mutex_lock(&fs->tree_lock);
+	p = ino->parent;
+	g_mutex_lock(&p->lock);
+	g_mutex_unlock(&fs->tree_lock);
+	g_assert(ino->nlookup >= n);
+	ino->nlookup -= n;
+	last = ino->nlookup == 0;
+	g_mutex_unlock(&p->lock);
+	if (last)
+		kvt_inode_unref(fs, ino);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t n, uint64_t nlookup)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+
+	forget_one(fs, kvt_inode_of(fs, n), nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+
+	for (size_t i = 0; i < count; i++)
+		forget_one(fs, kvt_inode_of(fs, forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct stat st;
+	int ret = inode_attr(kvt_inode_of(fs, n), &st);
+
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_attr(req, &st, fs->attr_timeout);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t n)
+{
+	struct statvfs sv;
+
+	if (fstatvfs(kvt_fs_of(req)->store->lowerfd, &sv))
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+/* Publishes @ino's pending bytes as an object.  Returns 1 when there was
+ * nothing pending, 0 with @rec filled, or -errno (nothing published). */
+static int publish_object(struct kvt_fs *fs, struct kvt_inode *ino,
+			  struct kvt_record *rec)
+{
+	struct kvt_stage *st;
+	int ret;
+
+	g_mutex_lock(&ino->lock);
+	st = ino->stage;
+	if (!st || st->consumed) {
+		g_mutex_unlock(&ino->lock);
+		return 1;
+	}
+	kvt_stage_ref(st);
+	kvt_record_init(rec);
+	if (ino->rec.xattrs && g_hash_table_size(ino->rec.xattrs))
+		rec->xattrs = kvt_xattrs_dup(ino->rec.xattrs);
+	g_mutex_unlock(&ino->lock);
+
+	/* Exclusive against writers: no byte may land in the staged file
+	 * once it has become an immutable object. */
+	g_rw_lock_writer_lock(&st->io);
+	if (st->consumed)
+		ret = 1;
+	else if (st->error)
+		ret = -st->error;
+	else
+		ret = kvt_object_publish(fs->store, st->fd, st->name, st->size, rec);
+	if (ret == 0)
+		st->consumed = true;
+	g_rw_lock_writer_unlock(&st->io);
+	kvt_stage_unref(fs, st);
+	if (ret)
+		kvt_record_clear(rec);
+	return ret;
+}
+
+/* After a record for @rec was installed at @ino's name: @ino shows it. */
+static void inode_published(struct kvt_fs *fs, struct kvt_inode *ino,
+			    struct kvt_record *rec, int dirfd, const char *name)
+{
+	struct stat rst, ost;
+	bool drop = false;
+
+	if (fstatat(dirfd, name, &rst, AT_SYMLINK_NOFOLLOW))
+		memset(&rst, 0, sizeof(rst));
+	if (kvt_object_stat(fs->store, rec, &ost))
+		memset(&ost, 0, sizeof(ost));
+	g_mutex_lock(&ino->lock);
+	if (ino->stage && ino->stage->consumed) {
+		kvt_stage_unref(fs, ino->stage);
+		ino->stage = NULL;
+		drop = true;
+	}
+	rst.st_mode = (rst.st_mode & S_IFMT) | (ino->meta.st_mode & 07777);
+	inode_take_record(ino, rec, &rst, &ost);
+	g_mutex_unlock(&ino->lock);
+	if (drop)
+		kvt_inode_unref(fs, ino);
+}
+
+static void release_replaced(struct kvt_fs *fs, struct kvt_record *old,
+			     const struct kvt_record *now)
+{
+	if (old->ref[0] && (!now || strcmp(old->ref, now->ref)))
+		kvt_object_release(fs->store, old);
+	kvt_record_clear(old);
+}
+
+/* Publication of a file written under its own name (FLUSH, fsync). */
+static int publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	struct kvt_record rec, old;
+	struct kvt_inode *p;
+	struct kvt_meta meta;
+	bool tmp;
+	int ret;
+
+	p = kvt_lock_parent(fs, ino);
+	if (!p)
+		return 0; /* unlinked while open: nothing to publish */
+	tmp = kvt_is_tmp_name(fs, ino->name);
+	g_mutex_unlock(&p->lock);
+	if (tmp)
+		return 0;
+
+	ret = publish_object(fs, ino, &rec);
+	if (ret)
+		return ret > 0 ? 0 : ret;
+	p = kvt_lock_parent(fs, ino);
+	if (!p) {
+		kvt_object_release(fs->store, &rec);
+		kvt_record_clear(&rec);
+		return 0;
+	}
+	g_mutex_lock(&ino->lock);
+	meta = kvt_inode_meta(ino, false);
+	g_mutex_unlock(&ino->lock);
+	ret = kvt_record_install(fs->store, p->fd, ino->name, &rec, &meta, &old);
+	if (ret == 0) {
+		release_replaced(fs, &old, &rec);
+		inode_published(fs, ino, &rec, p->fd, ino->name);
+	}
+	g_mutex_unlock(&p->lock);
+	if (ret < 0) {
+		kvt_object_release(fs->store, &rec);
+		kvt_record_clear(&rec);
+	}
+	if (ret == 0 && fs->se)
+		/* The kernel's cached size may be another version's. */
+		fuse_lowlevel_notify_inval_inode(fs->se, nodeid_of(fs, ino), -1, 0);
+	return ret;
+}
+
+/* Starts a pending version of @ino (caller holds ino->lock). */
+static int inode_begin_write(struct kvt_fs *fs, struct kvt_inode *ino, bool trunc,
+			     bool *ref_inode)
+{
+	struct kvt_stage *st;
+	int ret;
+
+	*ref_inode = false;
+	if (kvt_inode_pending(ino)) {
+		if (trunc && ftruncate(ino->stage->fd, 0) == 0)
+			__atomic_store_n(&ino->stage->size, 0, __ATOMIC_RELAXED);
+		return 0;
+	}
+	ret = kvt_stage_new(fs, ino, trunc ? 0 : UINT64_MAX, &st);
+	if (ret < 0)
+		return ret;
+	if (ino->stage)
+		kvt_stage_unref(fs, ino->stage);
+	else
+		*ref_inode = true;
+	ino->stage = st;
+	return 0;
+}
+
+static void open_writer(struct kvt_fs *fs, struct kvt_inode *ino,
+			struct fuse_file_info *fi, struct kvt_handle *h)
+{
+	h->writer = true;
+	h->fd = -1;
+	ino->writers++;
+	/* Writes bypass the page cache so that it only ever holds published
+	 * bytes, which readers of older versions may share. */
+	fi->direct_io = 1;
+	fi->fh = (uintptr_t)h;
+}
+
+/* A new pending file at @p/@name (caller holds p->lock). */
+static int new_pending_file(struct kvt_fs *fs, struct kvt_inode *p, const char *name,
+			    mode_t mode, const struct fuse_ctx *ctx,
+			    struct kvt_inode **out)
+{
+	struct kvt_inode *ino;
+	struct stat st;
+	int ret;
+
+	if (strlen(name) > NAME_MAX)
+		return -ENAMETOOLONG;
+	if (g_hash_table_lookup(p->children, name) ||
+	    fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return -EEXIST;
+	ino = kvt_inode_new_file(p, name);
+	ret = kvt_stage_new(fs, ino, 0, &ino->stage);
+	if (ret < 0) {
+		ino->parent = NULL; /* never attached: holds no parent ref */
+		kvt_inode_ref(ino);
+		kvt_inode_unref(fs, ino);
+		return ret;
+	}
+	kvt_inode_ref(ino); /* pending */
+	ino->meta.st_mode = S_IFREG | (mode & 07777);
+	ino->meta.st_uid = ctx->uid;
+	ino->meta.st_gid = ctx->gid;
+	ino->meta.st_blksize = 4096;
+	clock_gettime(CLOCK_REALTIME, &ino->meta.st_mtim);
+	ino->meta.st_atim = ino->meta.st_ctim = ino->meta.st_mtim;
+	kvt_inode_attach(p, ino);
+	count_lookup(ino);
+	*out = ino;
+	return 0;
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *p = kvt_inode_of(fs, parent), *ino;
+	struct fuse_entry_param e;
+	struct kvt_handle *h;
+	int ret;
+
+	if (!S_ISREG(mode) && (mode & S_IFMT)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	g_mutex_lock(&p->lock);
+	ret = new_pending_file(fs, p, name, mode, fuse_req_ctx(req), &ino);
+	if (ret < 0) {
+		g_mutex_unlock(&p->lock);
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	h = g_new0(struct kvt_handle, 1);
+	g_mutex_lock(&ino->lock);
+	open_writer(fs, ino, fi, h);
+	g_mutex_unlock(&ino->lock);
+	fill_entry(fs, ino, &e);
+	g_mutex_unlock(&p->lock);
+	fuse_reply_create(req, &e, fi);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode, dev_t rdev)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *p = kvt_inode_of(fs, parent), *ino;
+	struct fuse_entry_param e;
+	int ret;
+
+	if (!S_ISREG(mode)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	g_mutex_lock(&p->lock);
+	ret = new_pending_file(fs, p, name, mode, fuse_req_ctx(req), &ino);
+	g_mutex_unlock(&p->lock);
+	/* Nobody will write or close it: an empty file is complete now. */
+	if (ret == 0)
+		ret = publish_in_place(fs, ino);
+	if (ret == 0) {
+		fill_entry(fs, ino, &e);
+		fuse_reply_entry(req, &e);
+	} else {
+		fuse_reply_err(req, -ret);
+	}
+}
+
+/* Updates the record's atime so that evictors see reads. */
+static void touch_atime(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	struct timespec now, ts[2];
+	struct kvt_inode *p;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	g_mutex_lock(&ino->lock);
+	if (now.tv_sec - ino->meta.st_atim.tv_sec < ATIME_REFRESH_SEC ||
+	    !ino->has_record) {
+		g_mutex_unlock(&ino->lock);
+		return;
+	}
+	ino->meta.st_atim = now;
+	g_mutex_unlock(&ino->lock);
+	p = kvt_lock_parent(fs, ino);
+	if (!p)
+		return;
+	ts[0] = now;
+	ts[1].tv_nsec = UTIME_OMIT;
+	ts[1].tv_sec = 0;
+	utimensat(p->fd, ino->name, ts, AT_SYMLINK_NOFOLLOW);
+	g_mutex_unlock(&p->lock);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	struct kvt_handle *h;
+	bool ref_inode = false;
+	int ret = 0;
+
+	if (ino->is_dir) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	h = g_new0(struct kvt_handle, 1);
+	h->fd = -1;
+	g_mutex_lock(&ino->lock);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		ret = inode_begin_write(fs, ino, fi->flags & O_TRUNC, &ref_inode);
+		if (ret == 0)
+			open_writer(fs, ino, fi, h);
+	} else if (ino->has_record) {
+		h->fd = kvt_object_open(fs->store, &ino->rec, O_RDONLY);
+		if (h->fd < 0) {
+			ret = h->fd;
+		} else if (ino->cache_readers && strcmp(ino->cache_ref, ino->rec.ref)) {
+			/* Readers of an older version still use the page
+			 * cache: this one must not mix its pages in. */
+			fi->direct_io = 1;
+		} else {
+			fi->keep_cache = !strcmp(ino->cache_ref, ino->rec.ref);
+			g_strlcpy(ino->cache_ref, ino->rec.ref, sizeof(ino->cache_ref));
+			ino->cache_readers++;
+			h->cached = true;
+		}
+	} else if (ino->stage && ino->writers == 0) {
+		/* A finished but unpublished file (a closed temp file). */
+		h->rstage = kvt_stage_ref(ino->stage);
+		fi->direct_io = 1;
+	} else {
+		/* Still being written under its own name: a reader sees
+		 * nothing rather than part of it. */
+		ret = -ENOENT;
+	}
+	g_mutex_unlock(&ino->lock);
+	if (ref_inode)
+		kvt_inode_ref(ino);
+	if (ret < 0) {
+		g_free(h);
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	if (!h->writer) {
+		fi->noflush = 1;
+		touch_atime(fs, ino);
+	}
+	fi->fh = (uintptr_t)h;
+	fuse_reply_open(req, fi);
+}
+
+/* The stage a writer's request goes to, referenced and read-locked;
+ * starts a new version when the last one was published meanwhile. */
+static int writer_stage(struct kvt_fs *fs, struct kvt_inode *ino,
+			struct kvt_stage **out)
+{
+	for (;;) {
+		struct kvt_stage *st;
+		bool ref_inode;
+		int ret;
+
+		g_mutex_lock(&ino->lock);
+		ret = inode_begin_write(fs, ino, false, &ref_inode);
+		st = ret == 0 ? kvt_stage_ref(ino->stage) : NULL;
+		g_mutex_unlock(&ino->lock);
+		if (ref_inode)
+			kvt_inode_ref(ino);
+		if (ret < 0)
+			return ret;
+		g_rw_lock_reader_lock(&st->io);
+		if (!st->consumed) {
+			*out = st;
+			return 0;
+		}
+		g_rw_lock_reader_unlock(&st->io);
+		kvt_stage_unref(fs, st);
+	}
+}
+
+static void put_stage(struct kvt_fs *fs, struct kvt_stage *st)
+{
+	g_rw_lock_reader_unlock(&st->io);
+	kvt_stage_unref(fs, st);
+}
+
+static ssize_t pread_full(int fd, char *buf, size_t size, off_t off)
+{
+	size_t done = 0;
+
+	while (done < size) {
+		ssize_t n = pread(fd, buf + done, size - done, off + done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += n;
+	}
+	return done;
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_handle *h = (struct kvt_handle *)(uintptr_t)fi->fh;
+	struct kvt_stage *st = NULL;
+	char *buf = g_malloc(size ? size : 1);
+	ssize_t got;
+	int fd = h->fd;
+
+	if (h->writer) {
+		int ret = writer_stage(fs, kvt_inode_of(fs, n), &st);
+
+		if (ret < 0) {
+			g_free(buf);
+			fuse_reply_err(req, -ret);
+			return;
+		}
+		fd = st->fd;
+	} else if (h->rstage) {
+		fd = h->rstage->fd;
+	}
+	got = pread_full(fd, buf, size, off);
+	if (st)
+		put_stage(fs, st);
+	if (got < 0)
+		fuse_reply_err(req, (int)-got);
+	else
+		fuse_reply_buf(req, buf, got);
+	g_free(buf);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size,
+		     off_t off, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_stage *st;
+	size_t done = 0;
+	int ret;
+
+	ret = writer_stage(fs, kvt_inode_of(fs, n), &st);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	while (done < size) {
+		ssize_t w = pwrite(st->fd, buf + done, size - done, off + done);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			break;
+		}
+		done += w;
+	}
+	if (ret < 0) {
+		/* A version with a hole where a write failed must never be
+		 * published: the error sticks to the stage. */
+		__atomic_compare_exchange_n(&st->error, &(int){ 0 }, -ret, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	} else {
+		uint64_t end = off + size, cur = __atomic_load_n(&st->size, __ATOMIC_RELAXED);
+
+		while (end > cur &&
+		       !__atomic_compare_exchange_n(&st->size, &cur, end, false,
+						    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+	}
+	put_stage(fs, st);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_write(req, size);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_handle *h = (struct kvt_handle *)(uintptr_t)fi->fh;
+	int ret = h->writer ? publish_in_place(fs, kvt_inode_of(fs, n)) : 0;
+
+	fuse_reply_err(req, -ret);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t n, int datasync,
+		     struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_handle *h = (struct kvt_handle *)(uintptr_t)fi->fh;
+	int ret = h->writer ? publish_in_place(fs, kvt_inode_of(fs, n)) : 0;
+
+	if (ret == 0 && fsync(fs->store->objfd))
+		ret = -errno;
+	fuse_reply_err(req, -ret);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	struct kvt_handle *h = (struct kvt_handle *)(uintptr_t)fi->fh;
+
+	g_mutex_lock(&ino->lock);
+	if (h->writer)
+		ino->writers--;
+	if (h->cached)
+		ino->cache_readers--;
+	g_mutex_unlock(&ino->lock);
+	if (h->fd >= 0)
+		close(h->fd);
+	if (h->rstage)
+		kvt_stage_unref(fs, h->rstage);
+	g_free(h);
+	fuse_reply_err(req, 0);
+}
+
+static int set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
+		    bool from_writer)
+{
+	struct kvt_stage *st;
+	bool publish;
+	int ret;
+
+	ret = writer_stage(fs, ino, &st);
+	if (ret < 0)
+		return ret;
+	if (ftruncate(st->fd, size))
+		ret = -errno;
+	else
+		__atomic_store_n(&st->size, (uint64_t)size, __ATOMIC_RELAXED);
+	put_stage(fs, st);
+	if (ret < 0)
+		return ret;
+	g_mutex_lock(&ino->lock);
+	publish = !from_writer && ino->writers == 0;
+	g_mutex_unlock(&ino->lock);
+	/* truncate(2) by path is a whole new version at once. */
+	return publish ? publish_in_place(fs, ino) : 0;
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	struct kvt_inode *p = NULL;
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
+	int ret = 0, dirfd;
+	const char *name;
+	struct stat st;
+
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		if (ino->is_dir) {
+			fuse_reply_err(req, EISDIR);
+			return;
+		}
+		ret = set_size(fs, ino, attr->st_size, fi != NULL);
+		if (ret < 0)
+			goto out;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME)
+		ts[0] = to_set & FUSE_SET_ATTR_ATIME_NOW ?
+			(struct timespec){ .tv_nsec = UTIME_NOW } : attr->st_atim;
+	if (to_set & FUSE_SET_ATTR_MTIME)
+		ts[1] = to_set & FUSE_SET_ATTR_MTIME_NOW ?
+			(struct timespec){ .tv_nsec = UTIME_NOW } : attr->st_mtim;
+
+	/* Metadata lives on the lower entry (record or directory): each
+	 * change is one lower call.  Pending files keep it in memory until
+	 * their record is written. */
+	if (ino->is_dir) {
+		dirfd = ino->fd;
+		name = "";
+	} else {
+		p = kvt_lock_parent(fs, ino);
+		dirfd = p ? p->fd : -1;
+		name = p ? ino->name : NULL;
+	}
+	if (!ino->is_dir) {
+		bool on_disk;
+
+		g_mutex_lock(&ino->lock);
+		on_disk = ino->has_record && p;
+		if (to_set & FUSE_SET_ATTR_MODE)
+			ino->meta.st_mode = (ino->meta.st_mode & S_IFMT) | (attr->st_mode & 07777);
+		if (to_set & FUSE_SET_ATTR_UID)
+			ino->meta.st_uid = attr->st_uid;
+		if (to_set & FUSE_SET_ATTR_GID)
+			ino->meta.st_gid = attr->st_gid;
+		g_mutex_unlock(&ino->lock);
+		if (!on_disk) {
+			if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+				struct timespec now;
+
+				clock_gettime(CLOCK_REALTIME, &now);
+				g_mutex_lock(&ino->lock);
+				if (to_set & FUSE_SET_ATTR_ATIME)
+					ino->meta.st_atim = ts[0].tv_nsec == UTIME_NOW ? now : ts[0];
+				if (to_set & FUSE_SET_ATTR_MTIME)
+					ino->meta.st_mtim = ts[1].tv_nsec == UTIME_NOW ? now : ts[1];
+				g_mutex_unlock(&ino->lock);
+			}
+			goto unlock;
+		}
+	}
+	if ((to_set & FUSE_SET_ATTR_MODE) &&
+	    fchmodat(dirfd, name, attr->st_mode & 07777, 0) && errno != ENOENT)
+		ret = -errno;
+	if (!ret && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) &&
+	    fchownat(dirfd, name, to_set & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1,
+		     to_set & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1,
+		     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
+		ret = -errno;
+	if (!ret && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
+		if (ino->is_dir ? futimens(dirfd, ts) : utimensat(dirfd, name, ts, AT_SYMLINK_NOFOLLOW))
+			ret = -errno;
+	}
+	if (!ret && !ino->is_dir && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		g_mutex_lock(&ino->lock);
+		ino->meta.st_atim = st.st_atim;
+		ino->meta.st_mtim = st.st_mtim;
+		ino->meta.st_ctim = st.st_ctim;
+		ino->rec_ctime = st.st_ctim;
+		g_mutex_unlock(&ino->lock);
+	}
+unlock:
+	if (p)
+		g_mutex_unlock(&p->lock);
+out:
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	ret = inode_attr(ino, &st);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_attr(req, &st, fs->attr_timeout);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *p = kvt_inode_of(fs, parent);
+	struct fuse_entry_param e;
+	int ret;
+
+	g_mutex_lock(&p->lock);
+	ret = g_hash_table_lookup(p->children, name) ? -EEXIST : 0;
+	if (ret == 0 && mkdirat(p->fd, name, mode & 07777))
+		ret = -errno;
+	g_mutex_unlock(&p->lock);
+	if (ret == 0)
+		ret = do_lookup(fs, p, name, &e);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static bool has_local_files(struct kvt_inode *dir)
+{
+	GHashTableIter it;
+	gpointer k, v;
+	bool any = false;
+
+	g_mutex_lock(&dir->lock);
+	g_hash_table_iter_init(&it, dir->children);
+	while (!any && g_hash_table_iter_next(&it, &k, &v)) {
+		struct kvt_inode *c = v;
+
+		if (!c->is_dir) {
+			g_mutex_lock(&c->lock);
+			any = !c->has_record && c->stage;
+			g_mutex_unlock(&c->lock);
+		}
+	}
+	g_mutex_unlock(&dir->lock);
+	return any;
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *p = kvt_inode_of(fs, parent), *child;
+	int ret = 0;
+
+	g_mutex_lock(&p->lock);
+	child = g_hash_table_lookup(p->children, name);
+	if (child && child->is_dir && has_local_files(child))
+		ret = -ENOTEMPTY;
+	else if (unlinkat(p->fd, name, AT_REMOVEDIR))
+		ret = -errno;
+	else if (child)
+		kvt_inode_detach(child);
+	g_mutex_unlock(&p->lock);
+	fuse_reply_err(req, -ret);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *p = kvt_inode_of(fs, parent), *child;
+	bool local = false, drop = false;
+	struct stat st;
+	int ret = 0;
+
+	g_mutex_lock(&p->lock);
+	child = g_hash_table_lookup(p->children, name);
+	if (child) {
+		g_mutex_lock(&child->lock);
+		local = !child->has_record && child->stage;
+		g_mutex_unlock(&child->lock);
+	}
+	if (fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISDIR(st.st_mode))
+			ret = -EISDIR;
+		else
+			ret = kvt_record_remove(fs->store, p->fd, name);
+	} else if (!local) {
+		ret = -errno;
+	}
+	if (ret == 0 && child) {
+		kvt_inode_detach(child);
+		drop = inode_drop_stage(fs, child);
+	}
+	g_mutex_unlock(&p->lock);
+	if (drop)
+		kvt_inode_unref(fs, child);
+	fuse_reply_err(req, -ret);
+}
+
+static void lock_two(struct kvt_inode *a, struct kvt_inode *b)
+{
+	if (a == b) {
+		g_mutex_lock(&a->lock);
+	} else if (a < b) {
+		g_mutex_lock(&a->lock);
+		g_mutex_lock(&b->lock);
+	} else {
+		g_mutex_lock(&b->lock);
+		g_mutex_lock(&a->lock);
+	}
+}
+
+static void unlock_two(struct kvt_inode *a, struct kvt_inode *b)
+{
+	g_mutex_unlock(&a->lock);
+	if (a != b)
+		g_mutex_unlock(&b->lock);
+}
+
+/* Moves @ino to @np/@name in the tables (caller holds the tree lock and
+ * both directories' locks). */
+static void move_child(struct kvt_inode *ino, struct kvt_inode *np, const char *name)
+{
+	struct kvt_inode *op = ino->parent;
+
+	if (g_hash_table_lookup(op->children, ino->name) == ino)
+		g_hash_table_remove(op->children, ino->name);
+	g_free(ino->name);
+	ino->name = g_strdup(name);
+	ino->parent = np;
+	g_hash_table_replace(np->children, ino->name, ino);
+	kvt_inode_ref(np);
+	/* The old parent's reference is dropped by the caller, unlocked. */
+}
+
+/* Removes whatever a rename swapped into @dirfd/@name. */
+static void remove_swapped(struct kvt_fs *fs, int dirfd, const char *name)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return;
+	if (S_ISDIR(st.st_mode))
+		unlinkat(dirfd, name, AT_REMOVEDIR);
+	else
+		kvt_record_remove(fs->store, dirfd, name);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *p = kvt_inode_of(fs, parent), *np = kvt_inode_of(fs, newparent);
+	struct kvt_inode *src, *dst, *unref_parent = NULL, *unref_dst = NULL;
+	struct kvt_record rec, old;
+	struct stat sst, dst_st;
+	bool src_lower, dst_lower, dst_local = false, publish = false;
+	int ret = 0;
+
+	kvt_record_init(&rec);
+	kvt_record_init(&old);
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (strlen(newname) > NAME_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	g_mutex_lock(&p->lock);
+	src = g_hash_table_lookup(p->children, name);
+	if (src)
+		kvt_inode_ref(src);
+	g_mutex_unlock(&p->lock);
+
+	/* Renaming a finished temp file to its final name is the moment of
+	 * publication: the object is made first, the name follows in one
+	 * rename of the record below. */
+	if (src && !src->is_dir && !(flags & RENAME_EXCHANGE) &&
+	    !kvt_is_tmp_name(fs, newname)) {
+		ret = publish_object(fs, src, &rec);
+		if (ret < 0)
+			goto reply;
+		publish = ret == 0;
+		ret = 0;
+	}
+
+	g_mutex_lock(&fs->tree_lock);
+	lock_two(p, np);
+	src_lower = fstatat(p->fd, name, &sst, AT_SYMLINK_NOFOLLOW) == 0;
+	dst_lower = fstatat(np->fd, newname, &dst_st, AT_SYMLINK_NOFOLLOW) == 0;
+	dst = g_hash_table_lookup(np->children, newname);
+	if (dst && !dst->is_dir) {
+		g_mutex_lock(&dst->lock);
+		dst_local = !dst->has_record && dst->stage;
+		g_mutex_unlock(&dst->lock);
+	}
+	if (!src_lower && !publish && !(src && src->stage)) {
+		ret = -ENOENT;
+	} else if ((flags & RENAME_NOREPLACE) && (dst_lower || dst_local)) {
+		ret = -EEXIST;
+	} else if (flags & RENAME_EXCHANGE) {
+		if (!src_lower || !dst_lower)
+			ret = -EINVAL; /* unpublished files have no lower entry */
+		else if (renameat2(p->fd, name, np->fd, newname, RENAME_EXCHANGE))
+			ret = -errno;
+	} else if (publish) {
+		struct kvt_meta meta;
+
+		g_mutex_lock(&src->lock);
+		meta = kvt_inode_meta(src, false);
+		g_mutex_unlock(&src->lock);
+		ret = kvt_record_install(fs->store, np->fd, newname, &rec, &meta, &old);
+		if (ret == 0 && src_lower)
+			kvt_record_remove(fs->store, p->fd, name);
+	} else if (src_lower) {
+		if (!dst_lower) {
+			if (renameat2(p->fd, name, np->fd, newname, RENAME_NOREPLACE) &&
+			    (errno != EINVAL || renameat(p->fd, name, np->fd, newname)))
+				ret = -errno;
+		} else if (renameat2(p->fd, name, np->fd, newname, RENAME_EXCHANGE) == 0) {
+			/* Swapped: what was at the destination now sits at
+			 * the source name and goes, with its object. */
+			remove_swapped(fs, p->fd, name);
+		} else if (errno == EINVAL) {
+			if (!S_ISDIR(dst_st.st_mode) &&
+			    kvt_record_read(fs->store, np->fd, newname, &old, &dst_st) < 0)
+				kvt_record_clear(&old);
+			if (renameat(p->fd, name, np->fd, newname))
+				ret = -errno;
+		} else {
+			ret = -errno;
+		}
+	} else if (dst_lower) {
+		/* An unpublished file renamed over a published name (a
+		 * temp name): the old record goes. */
+		if (S_ISDIR(dst_st.st_mode))
+			ret = -EISDIR;
+		else
+			ret = kvt_record_remove(fs->store, np->fd, newname);
+	}
+
+	if (ret == 0) {
+		if (flags & RENAME_EXCHANGE) {
+			if (dst && src) {
+				char *sname = src->name;
+				struct kvt_inode *sp = src->parent;
+
+				src->name = dst->name;
+				src->parent = dst->parent;
+				dst->name = sname;
+				dst->parent = sp;
+				g_hash_table_replace(src->parent->children, src->name, src);
+				g_hash_table_replace(dst->parent->children, dst->name, dst);
+			} else {
+				if (src)
+					kvt_inode_detach(src);
+				if (dst)
+					kvt_inode_detach(dst);
+			}
+		} else {
+			if (dst && dst != src) {
+				kvt_inode_detach(dst);
+				unref_dst = dst;
+			}
+			if (src) {
+				unref_parent = src->parent;
+				move_child(src, np, newname);
+			}
+		}
+	}
+	if (ret == 0 && publish)
+		inode_published(fs, src, &rec, np->fd, newname);
+	unlock_two(p, np);
+	g_mutex_unlock(&fs->tree_lock);
+
+	if (ret == 0)
+		release_replaced(fs, &old, publish ? &rec : NULL);
+	else if (publish)
+		kvt_object_release(fs->store, &rec);
+	if (unref_dst && inode_drop_stage(fs, unref_dst))
+		kvt_inode_unref(fs, unref_dst);
+	if (unref_parent)
+		kvt_inode_unref(fs, unref_parent);
+reply:
+	kvt_record_clear(&rec);
+	kvt_record_clear(&old);
+	if (src)
+		kvt_inode_unref(fs, src);
+	fuse_reply_err(req, -ret);
+}
+
+static void dir_add(GArray *a, const char *name, unsigned char type)
+{
+	struct dir_entry d = { g_strdup(name), type };
+
+	g_array_append_val(a, d);
+}
+
+static void clear_dir_entry(gpointer p)
+{
+	g_free(((struct dir_entry *)p)->name);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *dir = kvt_inode_of(fs, n);
+	struct dir_handle *dh;
+	g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	GHashTableIter it;
+	gpointer k, v;
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (!dir->is_dir) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	/* The listing is taken once, so offsets stay stable while the
+	 * directory changes. */
+	dh = g_new0(struct dir_handle, 1);
+	dh->entries = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
+	g_array_set_clear_func(dh->entries, clear_dir_entry);
+	g_mutex_lock(&dir->lock);
+	fd = openat(dir->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		int err = errno;
+
+		if (fd >= 0)
+			close(fd);
+		g_mutex_unlock(&dir->lock);
+		g_array_unref(dh->entries);
+		g_free(dh);
+		fuse_reply_err(req, err);
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR && de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
+			continue;
+		dir_add(dh->entries, de->d_name, de->d_type);
+		g_hash_table_add(seen, g_strdup(de->d_name));
+	}
+	closedir(d);
+	/* Files being written here exist only in memory so far. */
+	g_hash_table_iter_init(&it, dir->children);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		struct kvt_inode *c = v;
+
+		if (!c->is_dir && !g_hash_table_contains(seen, k)) {
+			bool local;
+
+			g_mutex_lock(&c->lock);
+			local = !c->has_record && c->stage;
+			g_mutex_unlock(&c->lock);
+			if (local)
+				dir_add(dh->entries, k, DT_REG);
+		}
+	}
+	g_mutex_unlock(&dir->lock);
+	fi->fh = (uintptr_t)dh;
+	fuse_reply_open(req, fi);
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
+		       struct fuse_file_info *fi, bool plus)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct dir_handle *dh = (struct dir_handle *)(uintptr_t)fi->fh;
+	char *buf = g_malloc(size);
+	size_t used = 0;
+
+	for (guint i = off; i < dh->entries->len; i++) {
+		struct dir_entry *d = &g_array_index(dh->entries, struct dir_entry, i);
+		bool dot = !strcmp(d->name, ".") || !strcmp(d->name, "..");
+		size_t len;
+
+		if (plus) {
+			struct fuse_entry_param e = { 0 };
+
+			if (dot) {
+				e.attr.st_mode = d->type << 12;
+			} else if (do_lookup(fs, kvt_inode_of(fs, n), d->name, &e) < 0) {
+				continue; /* vanished since opendir */
+			}
+			len = fuse_add_direntry_plus(req, buf + used, size - used,
+						     d->name, &e, i + 1);
+			if (len > size - used) {
+				if (!dot)
+					forget_one(fs, kvt_inode_of(fs, e.ino), 1);
+				break;
+			}
+		} else {
+			struct stat st = { .st_mode = d->type << 12 };
+
+			len = fuse_add_direntry(req, buf + used, size - used, d->name,
+						&st, i + 1);
+			if (len > size - used)
+				break;
+		}
+		used += len;
+	}
+	fuse_reply_buf(req, buf, used);
+	g_free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, n, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	do_readdir(req, n, size, off, fi, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct dir_handle *dh = (struct dir_handle *)(uintptr_t)fi->fh;
+
+	g_array_unref(dh->entries);
+	g_free(dh);
+	fuse_reply_err(req, 0);
+}
+
+static void op_access(fuse_req_t req, fuse_ino_t n, int mask)
+{
+	/* Reached only without default_permissions; existence was settled
+	 * by the lookup that found the inode. */
+	fuse_reply_err(req, 0);
+}
+
+const struct fuse_lowlevel_ops kvt_fuse_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.rename = op_rename,
+	.open = op_open,
+	.create = op_create,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.fsync = op_fsync,
+	.release = op_release,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.statfs = op_statfs,
+	.access = op_access,
+	.setxattr = kvt_op_setxattr,
+	.getxattr = kvt_op_getxattr,
+	.listxattr = kvt_op_listxattr,
+	.removexattr = kvt_op_removexattr,
+};

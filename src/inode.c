@@ -1,0 +1,206 @@
+/* In-memory inode lifetime and the children tables (rules in inode.h). */
+#include "inode.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint64_t next_serial = 1;
+
+static struct kvt_inode *inode_alloc(struct kvt_inode *parent, const char *name)
+{
+	struct kvt_inode *ino = g_new0(struct kvt_inode, 1);
+
+	ino->serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
+	ino->name = g_strdup(name);
+	ino->parent = parent;
+	ino->fd = -1;
+	g_mutex_init(&ino->lock);
+	kvt_record_init(&ino->rec);
+	return ino;
+}
+
+struct kvt_inode *kvt_inode_new_dir(struct kvt_inode *parent, const char *name,
+				    int fd, const struct stat *st)
+{
+	struct kvt_inode *ino = inode_alloc(parent, name);
+
+	ino->is_dir = true;
+	ino->fd = fd;
+	ino->dev = st->st_dev;
+	ino->lower_ino = st->st_ino;
+	ino->children = g_hash_table_new(g_str_hash, g_str_equal);
+	return ino;
+}
+
+struct kvt_inode *kvt_inode_new_file(struct kvt_inode *parent, const char *name)
+{
+	return inode_alloc(parent, name);
+}
+
+void kvt_inode_ref(struct kvt_inode *ino)
+{
+	g_atomic_int_inc(&ino->refs);
+}
+
+void kvt_inode_attach(struct kvt_inode *parent, struct kvt_inode *child)
+{
+	g_hash_table_replace(parent->children, child->name, child);
+	kvt_inode_ref(parent);
+}
+
+void kvt_inode_detach(struct kvt_inode *child)
+{
+	struct kvt_inode *p = child->parent;
+
+	if (!child->unlinked && p &&
+	    g_hash_table_lookup(p->children, child->name) == child)
+		g_hash_table_remove(p->children, child->name);
+	child->unlinked = true;
+}
+
+static void inode_free(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	if (ino->stage)
+		kvt_stage_unref(fs, ino->stage);
+	if (ino->fd >= 0)
+		close(ino->fd);
+	if (ino->children)
+		g_hash_table_unref(ino->children);
+	kvt_record_clear(&ino->rec);
+	g_mutex_clear(&ino->lock);
+	g_free(ino->name);
+	g_free(ino);
+}
+
+void kvt_inode_unref(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	/* The last reference goes under the parent's lock, where lookups
+	 * find and reference children: no lookup can revive a freed inode. */
+	while (ino) {
+		struct kvt_inode *p;
+		bool attached;
+
+		g_mutex_lock(&fs->tree_lock);
+		p = ino->parent;
+		if (p)
+			g_mutex_lock(&p->lock);
+		g_mutex_unlock(&fs->tree_lock);
+		if (!g_atomic_int_dec_and_test(&ino->refs)) {
+			if (p)
+				g_mutex_unlock(&p->lock);
+			return;
+		}
+		attached = p && !ino->unlinked &&
+			   g_hash_table_lookup(p->children, ino->name) == ino;
+		if (attached)
+			g_hash_table_remove(p->children, ino->name);
+		if (p)
+			g_mutex_unlock(&p->lock);
+		inode_free(fs, ino);
+		/* Every child holds one reference on its parent while it
+		 * lives, attached or not. */
+		ino = p;
+	}
+}
+
+struct kvt_inode *kvt_lock_parent(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	struct kvt_inode *p;
+
+	g_mutex_lock(&fs->tree_lock);
+	p = ino->parent;
+	if (p)
+		g_mutex_lock(&p->lock);
+	g_mutex_unlock(&fs->tree_lock);
+	if (p && ino->unlinked) {
+		g_mutex_unlock(&p->lock);
+		return NULL;
+	}
+	return p;
+}
+
+bool kvt_is_tmp_name(struct kvt_fs *fs, const char *name)
+{
+	return fs->tmp_suffix[0] && g_str_has_suffix(name, fs->tmp_suffix);
+}
+
+bool kvt_inode_pending(const struct kvt_inode *ino)
+{
+	return ino->stage && !ino->stage->consumed;
+}
+
+struct kvt_stage *kvt_stage_ref(struct kvt_stage *st)
+{
+	g_atomic_int_inc(&st->refs);
+	return st;
+}
+
+void kvt_stage_unref(struct kvt_fs *fs, struct kvt_stage *st)
+{
+	if (!g_atomic_int_dec_and_test(&st->refs))
+		return;
+	if (!st->consumed)
+		kvt_stage_discard(fs->store, st->name);
+	close(st->fd);
+	g_rw_lock_clear(&st->io);
+	g_free(st->name);
+	g_free(st);
+}
+
+int kvt_stage_new(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t keep,
+		  struct kvt_stage **out)
+{
+	struct kvt_stage *st = g_new0(struct kvt_stage, 1);
+	int ret;
+
+	st->refs = 1;
+	g_rw_lock_init(&st->io);
+	ret = kvt_stage_create(fs->store, &st->fd, &st->name);
+	if (ret < 0) {
+		g_rw_lock_clear(&st->io);
+		g_free(st);
+		return ret;
+	}
+	if (keep && ino->has_record) {
+		int src = kvt_object_open(fs->store, &ino->rec, O_RDONLY);
+		loff_t in = 0, outoff = 0;
+
+		if (keep > ino->rec.size)
+			keep = ino->rec.size;
+		if (src < 0) {
+			ret = src;
+		} else {
+			while (in < (loff_t)keep) {
+				ssize_t n = copy_file_range(src, &in, st->fd, &outoff,
+							    keep - in, 0);
+				if (n <= 0) {
+					ret = n < 0 ? -errno : -EIO;
+					break;
+				}
+			}
+			close(src);
+		}
+		if (ret < 0) {
+			kvt_stage_unref(fs, st);
+			return ret;
+		}
+		st->size = keep;
+	}
+	*out = st;
+	return 0;
+}
+
+struct kvt_meta kvt_inode_meta(const struct kvt_inode *ino, bool set_times)
+{
+	struct kvt_meta m = {
+		.mode = ino->meta.st_mode,
+		.uid = ino->meta.st_uid,
+		.gid = ino->meta.st_gid,
+		.set_times = set_times,
+		.atime = ino->meta.st_atim,
+		.mtime = ino->meta.st_mtim,
+	};
+	return m;
+}

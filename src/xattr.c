@@ -1,0 +1,242 @@
+/* Extended attributes.
+ *
+ * user.kvtierfs.* are kvtierfs's answers about a file (verdict, hash, size,
+ * object) and are read-only.  Every other user.* attribute is the client's:
+ * it is kept in memory while a file is pending and in the name record once
+ * published, so it follows the name across rename and remount.  Other
+ * namespaces are not stored; security.capability, which the kernel asks
+ * before every write, is answered here without any lower I/O. */
+#include "xattr.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#define OWN_PREFIX "user.kvtierfs."
+
+static const char *const own_names[] = {
+	OWN_PREFIX "verdict", OWN_PREFIX "hash", OWN_PREFIX "size", OWN_PREFIX "object",
+};
+
+static void reply_value(fuse_req_t req, const void *val, size_t len, size_t size)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (len > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, val, len);
+}
+
+/* kvtierfs's own attribute of a file, or NULL (caller holds ino->lock). */
+static char *own_value(struct kvt_inode *ino, const char *name)
+{
+	const char *key = name + strlen(OWN_PREFIX);
+	char hex[KVT_HASH_HEX_LEN + 1];
+
+	if (!strcmp(key, "verdict"))
+		return g_strdup(kvt_inode_pending(ino) || !ino->has_record ?
+				"pending" : "unverified");
+	if (!ino->has_record)
+		return NULL;
+	if (!strcmp(key, "hash")) {
+		kvt_hash_hex(&ino->rec.hash, hex);
+		return g_strdup_printf("xxh3-128:%s", hex);
+	}
+	if (!strcmp(key, "size"))
+		return g_strdup_printf("%" G_GUINT64_FORMAT, ino->rec.size);
+	if (!strcmp(key, "object"))
+		return kvt_object_path(&ino->rec);
+	return NULL;
+}
+
+void kvt_op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name, size_t size)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	g_autofree char *own = NULL;
+	GBytes *val = NULL;
+
+	if (strncmp(name, "user.", 5)) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	if (ino->is_dir) {
+		char buf[XATTR_SIZE_MAX];
+		ssize_t len = fgetxattr(ino->fd, name, buf, sizeof(buf));
+
+		if (len < 0)
+			fuse_reply_err(req, errno == ENOTSUP ? ENODATA : errno);
+		else
+			reply_value(req, buf, len, size);
+		return;
+	}
+	g_mutex_lock(&ino->lock);
+	if (g_str_has_prefix(name, OWN_PREFIX))
+		own = own_value(ino, name);
+	else if (ino->rec.xattrs && (val = g_hash_table_lookup(ino->rec.xattrs, name)))
+		g_bytes_ref(val);
+	g_mutex_unlock(&ino->lock);
+	if (own) {
+		reply_value(req, own, strlen(own), size);
+	} else if (val) {
+		gsize len;
+		const void *p = g_bytes_get_data(val, &len);
+
+		reply_value(req, p, len, size);
+		g_bytes_unref(val);
+	} else {
+		fuse_reply_err(req, ENODATA);
+	}
+}
+
+/* Writes @ino's client xattrs into its record, if it has one. */
+static int persist_xattrs(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	struct kvt_record rec, old;
+	struct kvt_inode *p;
+	struct kvt_meta meta;
+	struct stat st;
+	int ret = 0;
+
+	kvt_record_init(&rec);
+	p = kvt_lock_parent(fs, ino);
+	if (!p)
+		return 0;
+	g_mutex_lock(&ino->lock);
+	if (ino->has_record) {
+		kvt_record_copy(&rec, &ino->rec);
+		meta = kvt_inode_meta(ino, true);
+	}
+	g_mutex_unlock(&ino->lock);
+	if (rec.ref[0]) {
+		ret = kvt_record_install(fs->store, p->fd, ino->name, &rec, &meta, &old);
+		if (ret == 0) {
+			/* Another mount's newer version, replaced by ours:
+			 * release what it pointed at. */
+			if (old.ref[0] && strcmp(old.ref, rec.ref))
+				kvt_object_release(fs->store, &old);
+			kvt_record_clear(&old);
+			if (fstatat(p->fd, ino->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+				g_mutex_lock(&ino->lock);
+				ino->rec_ino = st.st_ino;
+				ino->rec_ctime = st.st_ctim;
+				g_mutex_unlock(&ino->lock);
+			}
+		}
+	}
+	g_mutex_unlock(&p->lock);
+	kvt_record_clear(&rec);
+	return ret;
+}
+
+/* Sets (@value != NULL) or removes a client attribute of a file. */
+static int change_xattr(struct kvt_fs *fs, struct kvt_inode *ino, const char *name,
+			const char *value, size_t size, int flags)
+{
+	GHashTable *saved;
+	bool exists;
+	int ret;
+
+	g_mutex_lock(&ino->lock);
+	exists = ino->rec.xattrs && g_hash_table_contains(ino->rec.xattrs, name);
+	if ((flags & XATTR_CREATE) && exists) {
+		g_mutex_unlock(&ino->lock);
+		return -EEXIST;
+	}
+	if (((flags & XATTR_REPLACE) || !value) && !exists) {
+		g_mutex_unlock(&ino->lock);
+		return -ENODATA;
+	}
+	saved = kvt_xattrs_dup(ino->rec.xattrs);
+	if (!ino->rec.xattrs)
+		ino->rec.xattrs = kvt_xattrs_new();
+	if (value)
+		g_hash_table_replace(ino->rec.xattrs, g_strdup(name),
+				     g_bytes_new(value, size));
+	else
+		g_hash_table_remove(ino->rec.xattrs, name);
+	g_mutex_unlock(&ino->lock);
+	ret = persist_xattrs(fs, ino);
+	g_mutex_lock(&ino->lock);
+	if (ret < 0) {
+		/* Not stored: the attribute must not appear to be. */
+		if (ino->rec.xattrs)
+			g_hash_table_unref(ino->rec.xattrs);
+		ino->rec.xattrs = saved;
+	} else {
+		g_hash_table_unref(saved);
+	}
+	g_mutex_unlock(&ino->lock);
+	return ret;
+}
+
+void kvt_op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
+		     const char *value, size_t size, int flags)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	int ret;
+
+	if (g_str_has_prefix(name, OWN_PREFIX))
+		ret = -EPERM;
+	else if (strncmp(name, "user.", 5))
+		ret = -EOPNOTSUPP;
+	else if (ino->is_dir)
+		ret = fsetxattr(ino->fd, name, value, size, flags) ? -errno : 0;
+	else
+		ret = change_xattr(fs, ino, name, value, size, flags);
+	fuse_reply_err(req, -ret);
+}
+
+void kvt_op_removexattr(fuse_req_t req, fuse_ino_t n, const char *name)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	int ret;
+
+	if (g_str_has_prefix(name, OWN_PREFIX))
+		ret = -EPERM;
+	else if (strncmp(name, "user.", 5))
+		ret = -ENODATA;
+	else if (ino->is_dir)
+		ret = fremovexattr(ino->fd, name) ? -errno : 0;
+	else
+		ret = change_xattr(fs, ino, name, NULL, 0, 0);
+	fuse_reply_err(req, -ret);
+}
+
+static void list_add(GString *s, const char *name)
+{
+	g_string_append_len(s, name, strlen(name) + 1);
+}
+
+void kvt_op_listxattr(fuse_req_t req, fuse_ino_t n, size_t size)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	g_autoptr(GString) s = g_string_new(NULL);
+
+	if (ino->is_dir) {
+		char buf[XATTR_LIST_MAX];
+		ssize_t len = flistxattr(ino->fd, buf, sizeof(buf));
+
+		if (len > 0)
+			g_string_append_len(s, buf, len);
+	} else {
+		g_mutex_lock(&ino->lock);
+		for (size_t i = 0; i < G_N_ELEMENTS(own_names); i++)
+			if (i == 0 || ino->has_record)
+				list_add(s, own_names[i]);
+		if (ino->rec.xattrs) {
+			GHashTableIter it;
+			gpointer k, v;
+
+			g_hash_table_iter_init(&it, ino->rec.xattrs);
+			while (g_hash_table_iter_next(&it, &k, &v))
+				list_add(s, k);
+		}
+		g_mutex_unlock(&ino->lock);
+	}
+	reply_value(req, s->str, s->len, size);
+}

@@ -1,0 +1,605 @@
+# shellcheck shell=bash
+#
+# tests/lib.sh: harness for the kvtierfs mount tests (TAP).  Sourced by
+# tests/t-*.sh:
+#
+#     . "$(dirname "$0")/lib.sh"
+#     plan 5
+#     kvt_setup              # $T with $LOWER and $MNT, cleanup on exit
+#     kvt_mount              # test point: daemon up, "ready <pid>" seen
+#     ok_kvclient "store" vllm-store --dir "$MNT" --blocks 8
+#     ...
+#     kvt_umount             # test point: clean unmount, exit 0, clean log
+#
+# TAP helpers: plan N, ok STATUS DESC (STATUS is an exit status: 0 = pass),
+# ok_cmd DESC CMD..., ok_kvclient DESC KVCLIENT-ARGS..., skip DESC REASON,
+# diag TEXT..., bail TEXT.  kvt_mount, kvt_umount, kvt_kill9 and kvt_start /
+# kvt_stop each print one test point, count them in the plan.
+#
+# Environment: top_builddir, top_srcdir (default: derived from this file),
+# KVTIERFS (default $top_builddir/src/kvtierfs), KVCLIENT (default
+# $top_builddir/tests/kvclient), TMPDIR, KVT_KEEP=1 keeps $T for debugging,
+# KVT_MOUNT_TIMEOUT (30 s), KVT_UMOUNT_TIMEOUT (60 s), KVT_CMD_TIMEOUT
+# (150 s: a command of ok_cmd/ok_kvclient/kvt_guard that takes longer means
+# the daemon hangs: its stacks are shown, it is killed and the file bails out).
+#
+# The runner (tests/run) runs each test file under timeout(1); the EXIT
+# trap here always unmounts, stops the daemons this file started and removes
+# $T, whatever way the file ends (end of script, bail, TERM from timeout).
+
+set -u
+set -o pipefail
+
+KVT_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${top_srcdir:=$(cd "$KVT_LIB_DIR/.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
+: "${KVTIERFS:=$top_builddir/src/kvtierfs}"
+: "${KVCLIENT:=$top_builddir/tests/kvclient}"
+: "${KVT_MOUNT_TIMEOUT:=30}"
+: "${KVT_UMOUNT_TIMEOUT:=60}"
+: "${KVT_CMD_TIMEOUT:=150}"
+export top_srcdir top_builddir KVTIERFS KVCLIENT
+
+T=
+LOWER=
+MNT=
+KVT_PID=            # daemon of the main mount ($LOWER on $MNT)
+KVT_LAST_PID=       # daemon started by the last kvt_start
+declare -A KVT_DAEMONS=()   # pid -> mountpoint, every daemon still running
+declare -A KVT_LOGOFF=()    # pid -> daemon.log offset when it started
+KVT_BG=()                   # other background pids to kill at exit (kvt_bg)
+_kvt_n=0
+_kvt_failed=0
+_kvt_plan=
+_kvt_lowers=0
+_kvt_main_pid=$BASHPID
+_kvt_out=1
+_kvt_err=2
+KVT_HUNG=
+
+# ---------------------------------------------------------------- TAP
+
+plan() {
+	_kvt_plan=$1
+	echo "1..$1"
+}
+
+# diag TEXT...: print each TEXT argument (may span lines) as TAP comments.
+diag() {
+	local line
+	printf '%s\n' "$@" | while IFS= read -r line; do
+		printf '# %s\n' "$line"
+	done
+}
+
+# diag_file FILE [MAXLINES]: the last MAXLINES (default 60) lines of FILE.
+diag_file() {
+	local f=$1 max=${2:-60} n
+	[ -s "$f" ] || return 0
+	n=$(wc -l <"$f")
+	if [ "$n" -gt "$max" ]; then
+		diag "... ($((n - max)) earlier lines of $(basename "$f") not shown)"
+	fi
+	tail -n "$max" "$f" | sed 's/^/#   /'
+}
+
+# ok STATUS DESC...: one test point; STATUS is an exit status (0 = pass).
+# Returns 0 on pass, 1 on failure.  If a command run by kvt_run/kvt_guard
+# (also in a $(...) subshell) found the daemon hung, the hang report is
+# shown and the file bails out after this test point.
+ok() {
+	_kvt_ok "$@"
+	local st=$?
+	_kvt_check_hung
+	return "$st"
+}
+
+_kvt_ok() {
+	local st=$1
+	shift
+	_kvt_n=$((_kvt_n + 1))
+	if [ "$st" = 0 ]; then
+		echo "ok $_kvt_n - $*"
+		return 0
+	fi
+	echo "not ok $_kvt_n - $*"
+	_kvt_failed=$((_kvt_failed + 1))
+	return 1
+}
+
+skip() {
+	_kvt_n=$((_kvt_n + 1))
+	echo "ok $_kvt_n - $1 # SKIP ${2:-}"
+}
+
+bail() {
+	echo "Bail out! $*"
+	exit 1
+}
+
+# _kvt_tmpfile: a scratch file under $T (or /tmp before kvt_setup).
+_kvt_tmpfile() {
+	mktemp "${T:-${TMPDIR:-/tmp}}/out.XXXXXX"
+}
+
+# kvt_guard CMD...: run CMD (with the caller's redirections) as a background
+# job and wait for it.  If it has not finished after $KVT_CMD_TIMEOUT s the
+# daemon is taken to hang (a FLUSH the daemon never answers leaves close()
+# in an uninterruptible sleep; no signal ends it): the kernel stacks of CMD
+# and the daemon's thread backtraces go to $T/.hang, every daemon of this
+# file is killed (which aborts the FUSE connection, so CMD returns), KVT_HUNG
+# is set and the status is 254.
+kvt_guard() {
+	local pid sp st done=
+	"$@" {_kvt_out}>&- {_kvt_err}>&- &
+	pid=$!
+	sleep "$KVT_CMD_TIMEOUT" </dev/null >/dev/null 2>&1 {_kvt_out}>&- {_kvt_err}>&- &
+	sp=$!
+	wait -n -p done "$pid" "$sp" 2>/dev/null
+	st=$?
+	if [ "$done" != "$sp" ]; then
+		kill -KILL "$sp" 2>/dev/null
+		wait "$sp" 2>/dev/null
+		[ -n "$done" ] && return "$st"
+		wait "$pid" 2>/dev/null
+		return
+	fi
+	KVT_HUNG=1
+	_kvt_hang_report "$pid" "$*" >"$T/.hang" 2>&1
+	: >"$T/.hung"
+	_kvt_kill_daemons
+	_kvt_wait_pid "$pid" 30
+	return 254
+}
+
+# _kvt_hang_report PID CMDLINE: what PID and the daemons are blocked on.
+_kvt_hang_report() {
+	local pid=$1 d t
+	echo "no answer after ${KVT_CMD_TIMEOUT}s: $2"
+	echo "blocked threads of the command (kernel stacks):"
+	for t in /proc/"$pid"/task/* $(pgrep -P "$pid" | sed 's|^|/proc/|; s|$|/task/*|'); do
+		[ -r "$t/stack" ] || continue
+		echo "$(cat "$t/comm" 2>/dev/null) ($(awk '{ print $3 }' "$t/stat" 2>/dev/null)):" \
+			"$(head -n 6 "$t/stack" 2>/dev/null | awk '{ print $2 }' | tr '\n' ' ')"
+	done | sort | uniq -c | head -n 20
+	for d in "${!KVT_DAEMONS[@]}"; do
+		echo "daemon $d (${KVT_DAEMONS[$d]}) threads:"
+		if command -v gdb >/dev/null; then
+			timeout 60 gdb -p "$d" -batch -ex 'set pagination off' \
+				-ex 'thread apply all bt 12' 2>/dev/null | _kvt_bt_summary
+		else
+			for t in /proc/"$d"/task/*; do
+				echo "  $(basename "$t") $(cat "$t/wchan" 2>/dev/null)"
+			done | sort -k2 | uniq -c -f1
+		fi
+	done
+}
+
+# _kvt_bt_summary: gdb "thread apply all bt" -> one line per distinct stack
+# (the daemon's own frames, innermost first) with the number of threads.
+_kvt_bt_summary() {
+	awk '
+	function flush() { if (n) { if (sig == "") sig = first; cnt[sig]++ } sig = ""; first = ""; n = 0 }
+	/^Thread / { flush(); next }
+	/^#[0-9]/ {
+		l = $0; sub(/^#[0-9]+ +/, "", l); sub(/^0x[0-9a-f]+ in /, "", l)
+		fn = l; sub(/ \(.*/, "", fn)
+		loc = ""
+		if (match(l, / at [^ ]+$/)) loc = substr(l, RSTART + 4)
+		n++
+		if (n == 1) first = fn
+		if (loc ~ /^src\//) sig = sig (sig == "" ? "" : " <- ") fn " (" loc ")"
+	}
+	END { flush(); for (s in cnt) printf "  %3d thread(s): %s\n", cnt[s], s }' |
+		sort -rn
+}
+
+# _kvt_kill_daemons: kill -9 every daemon of this file, clean their mounts.
+_kvt_kill_daemons() {
+	local d
+	for d in "${!KVT_DAEMONS[@]}"; do
+		kill -KILL "$d" 2>/dev/null
+		wait "$d" 2>/dev/null
+		fusermount3 -u -z "${KVT_DAEMONS[$d]}" 2>/dev/null
+		unset "KVT_DAEMONS[$d]"
+	done
+	KVT_PID=
+}
+
+# _kvt_check_hung: if a command found the daemon hung (flag file, so that
+# it works from subshells too): show the report and bail out, the mount is
+# gone and the rest of the file cannot run.
+_kvt_check_hung() {
+	[ -n "$T" ] && [ -e "$T/.hung" ] || return 0
+	rm -f "$T/.hung"
+	diag_file "$T/.hang" 200
+	bail "kvtierfs hung: $(head -n 1 "$T/.hang")"
+}
+
+# kvt_run CMD...: run a command that touches the mount under the hang guard
+# (see kvt_guard); its status.  Use it for every command on the mount.
+kvt_run() {
+	kvt_guard "$@"
+}
+
+# ok_cmd DESC CMD...: run CMD, pass if it exits 0; on failure show the
+# command, its status and its output.
+ok_cmd() {
+	local desc=$1 out st
+	shift
+	out=$(_kvt_tmpfile)
+	kvt_guard "$@" >"$out" 2>&1
+	st=$?
+	if _kvt_ok "$st" "$desc"; then
+		rm -f "$out"
+		_kvt_check_hung
+		return 0
+	fi
+	diag "command: $*" "exit status: $st"
+	diag_file "$out"
+	rm -f "$out"
+	_kvt_check_hung
+	return 1
+}
+
+# ok_kvclient DESC ARGS...: run $KVCLIENT ARGS; pass on exit 0.  Its summary
+# lines are always shown; stderr (the failure details) on failure.
+# Its stdout is kept in $KVT_OUT for the caller to inspect.
+KVT_OUT=
+ok_kvclient() {
+	local desc=$1 err st
+	shift
+	[ -n "$KVT_OUT" ] && rm -f "$KVT_OUT"
+	KVT_OUT=$(_kvt_tmpfile)
+	err=$(_kvt_tmpfile)
+	kvt_guard "$KVCLIENT" "$@" >"$KVT_OUT" 2>"$err"
+	st=$?
+	if _kvt_ok "$st" "$desc"; then
+		grep -v '^progress ' "$KVT_OUT" | sed 's/^/#   /'
+		rm -f "$err"
+		_kvt_check_hung
+		return 0
+	fi
+	diag "command: kvclient $*" "exit status: $st"
+	grep -v '^progress ' "$KVT_OUT" | sed 's/^/#   /'
+	diag_file "$err" 40
+	rm -f "$err"
+	_kvt_check_hung
+	return 1
+}
+
+# ---------------------------------------------------------------- mounts
+
+# kvt_is_mounted PATH: PATH is a mount point now (works on dead FUSE mounts,
+# which stat(2) cannot look at).
+kvt_is_mounted() {
+	awk -v p="$1" '$5 == p { f = 1 } END { exit !f }' /proc/self/mountinfo
+}
+
+# kvt_fstype PATH: filesystem type of the mount at PATH.
+kvt_fstype() {
+	awk -v p="$1" '$5 == p { for (i = 7; i <= NF; i++) if ($i == "-") { t = $(i + 1); break } } END { print t }' \
+		/proc/self/mountinfo
+}
+
+# _kvt_wait_pid PID SECONDS: wait for our child PID to exit; kill -9 it after
+# SECONDS.  Returns its exit status, or 255 if it had to be killed.
+# (wait -n on the daemon and a sleep: no polling; the sleep is ended with
+# SIGKILL so that no trap of this shell can run in it.)
+_kvt_wait_pid() {
+	local pid=$1 secs=$2 sp st done=
+	sleep "$secs" </dev/null >/dev/null 2>&1 &
+	sp=$!
+	wait -n -p done "$pid" "$sp" 2>/dev/null
+	st=$?
+	if [ "$done" = "$sp" ]; then
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		return 255
+	fi
+	kill -KILL "$sp" 2>/dev/null
+	wait "$sp" 2>/dev/null
+	if [ -z "$done" ]; then
+		# not our child (or already waited for): nothing to wait on
+		return 0
+	fi
+	return "$st"
+}
+
+# kvt_start LOWERDIR MOUNTPOINT [OPT...]: start the daemon in the
+# foreground (as a background job) with -o ready_fd=3[,OPT...], wait for
+# "ready <pid>" on a pipe (no polling) and check the mount is there.
+# One test point.  Sets KVT_LAST_PID.  Bails out if the mount fails.
+kvt_start() {
+	local lower=$1 mnt=$2 opts=ready_fd=3 o line="" rc pid fifo why=""
+	shift 2
+	for o in "$@"; do
+		opts="$opts,$o"
+	done
+	fifo="$T/.ready.fifo"
+	rm -f "$fifo"
+	mkfifo "$fifo" || bail "mkfifo $fifo failed"
+	echo "=== $(date '+%F %T') start: $KVTIERFS -f -o $opts $lower $mnt" \
+		>>"$T/daemon.log"
+	local off
+	off=$(stat -c %s "$T/daemon.log")
+	"$KVTIERFS" -f -o "$opts" "$lower" "$mnt" 3>"$fifo" \
+		</dev/null >>"$T/daemon.log" 2>&1 {_kvt_out}>&- {_kvt_err}>&- &
+	pid=$!
+	KVT_DAEMONS[$pid]=$mnt
+	KVT_LOGOFF[$pid]=$off
+	# The open blocks until the daemon side has opened its end; read gets
+	# the line, or EOF when the daemon exits without writing it.
+	IFS= read -r -t "$KVT_MOUNT_TIMEOUT" line <"$fifo"
+	rc=$?
+	rm -f "$fifo"
+	if [ "$line" != "ready $pid" ]; then
+		if [ -n "$line" ]; then
+			why="expected 'ready $pid' on ready_fd, got '$line'"
+		elif [ "$rc" -gt 128 ]; then
+			why="no ready line within ${KVT_MOUNT_TIMEOUT}s"
+		else
+			why="ready_fd closed without a ready line (EOF)"
+		fi
+	elif ! kvt_is_mounted "$mnt"; then
+		why="daemon said ready but $mnt is not a mount point"
+	elif [[ "$(kvt_fstype "$mnt")" != fuse* ]]; then
+		why="$mnt is mounted as '$(kvt_fstype "$mnt")', not fuse"
+	fi
+	if [ -z "$why" ]; then
+		KVT_LAST_PID=$pid
+		_kvt_ok 0 "mount $(basename "$lower") on $(basename "$mnt") (-o $opts): ready $pid"
+		return 0
+	fi
+	_kvt_ok 1 "mount $(basename "$lower") on $(basename "$mnt") (-o $opts)"
+	diag "$why"
+	if kill -0 "$pid" 2>/dev/null; then
+		if kvt_is_mounted "$mnt"; then
+			fusermount3 -u "$mnt" 2>/dev/null ||
+				fusermount3 -u -z "$mnt" 2>/dev/null
+		else
+			kill -TERM "$pid" 2>/dev/null
+		fi
+		_kvt_wait_pid "$pid" 10
+		rc=$?
+	else
+		wait "$pid" 2>/dev/null
+		rc=$?
+	fi
+	unset "KVT_DAEMONS[$pid]"
+	diag "daemon exit status: $rc; its log:"
+	tail -c +"$((off + 1))" "$T/daemon.log" >"$T/.log.part"
+	diag_file "$T/.log.part" 80
+	bail "cannot mount kvtierfs"
+}
+
+# The log patterns that fail a test (sanitizers, assertions, errors).
+KVT_LOG_BAD='AddressSanitizer|UndefinedBehaviorSanitizer|runtime error|LeakSanitizer|ERROR|assert'
+
+# kvt_stop MOUNTPOINT PID: fusermount3 -u, wait for the daemon (timeout),
+# check it exited 0 and its log has no sanitizer/assert/ERROR line.
+# One test point.
+kvt_stop() {
+	local mnt=$1 pid=$2 st why=() off
+	off=${KVT_LOGOFF[$pid]:-0}
+	if ! fusermount3 -u "$mnt" 2>"$T/.umount.err"; then
+		why+=("fusermount3 -u $mnt failed: $(head -n 3 "$T/.umount.err")")
+		fusermount3 -u -z "$mnt" 2>/dev/null
+	fi
+	_kvt_wait_pid "$pid" "$KVT_UMOUNT_TIMEOUT"
+	st=$?
+	unset "KVT_DAEMONS[$pid]"
+	if [ "$st" = 255 ]; then
+		why+=("daemon did not exit within ${KVT_UMOUNT_TIMEOUT}s of the unmount (killed)")
+	elif [ "$st" != 0 ]; then
+		why+=("daemon exited with status $st after the unmount")
+	fi
+	if kvt_is_mounted "$mnt"; then
+		why+=("$mnt is still mounted")
+		fusermount3 -u -z "$mnt" 2>/dev/null
+	fi
+	tail -c +"$((off + 1))" "$T/daemon.log" >"$T/.log.part"
+	if grep -Eq "$KVT_LOG_BAD" "$T/.log.part"; then
+		why+=("daemon log has lines matching $KVT_LOG_BAD:")
+	fi
+	if [ ${#why[@]} -eq 0 ]; then
+		_kvt_ok 0 "unmount $(basename "$mnt"): daemon $pid exited 0, log clean"
+		return 0
+	fi
+	_kvt_ok 1 "unmount $(basename "$mnt"): daemon $pid exited 0, log clean"
+	diag "${why[@]}"
+	if grep -Eq "$KVT_LOG_BAD" "$T/.log.part"; then
+		grep -E -m 20 "$KVT_LOG_BAD" "$T/.log.part" | sed 's/^/#   /'
+		diag "full log of this daemon:"
+	fi
+	diag_file "$T/.log.part" 80
+	return 1
+}
+
+# kvt_mount [OPT...]: mount $LOWER on $MNT (see kvt_start); sets KVT_PID.
+kvt_mount() {
+	[ -z "$KVT_PID" ] || bail "kvt_mount: $MNT is already mounted by $KVT_PID"
+	kvt_start "$LOWER" "$MNT" "$@"
+	KVT_PID=$KVT_LAST_PID
+}
+
+# kvt_umount: unmount $MNT (see kvt_stop).
+kvt_umount() {
+	[ -n "$KVT_PID" ] || bail "kvt_umount: nothing mounted"
+	local pid=$KVT_PID
+	KVT_PID=
+	kvt_stop "$MNT" "$pid"
+}
+
+# kvt_kill9: kill -9 the daemon of $MNT, then clean the dead mount with
+# fusermount3 -u -z.  One test point.
+kvt_kill9() {
+	[ -n "$KVT_PID" ] || bail "kvt_kill9: nothing mounted"
+	local pid=$KVT_PID st why=()
+	KVT_PID=
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null
+	st=$?
+	unset "KVT_DAEMONS[$pid]"
+	[ "$st" = 137 ] || why+=("daemon exit status $st, expected 137 (SIGKILL)")
+	if ! fusermount3 -u -z "$MNT" 2>"$T/.umount.err"; then
+		why+=("fusermount3 -u -z failed: $(head -n 3 "$T/.umount.err")")
+	fi
+	if kvt_is_mounted "$MNT"; then
+		why+=("$MNT still mounted after fusermount3 -u -z")
+	fi
+	if [ ${#why[@]} -eq 0 ]; then
+		_kvt_ok 0 "kill -9 daemon $pid and clean the dead mount"
+		return 0
+	fi
+	_kvt_ok 1 "kill -9 daemon $pid and clean the dead mount"
+	diag "${why[@]}"
+	return 1
+}
+
+# ---------------------------------------------------------------- setup
+
+# kvt_bg PID: kill PID at exit if it still runs (e.g. a client started in a
+# process substitution, which jobs -p does not list).
+kvt_bg() {
+	KVT_BG+=("$1")
+}
+
+# kvt_new_lower: switch $LOWER to a new empty directory under $T.
+kvt_new_lower() {
+	_kvt_lowers=$((_kvt_lowers + 1))
+	LOWER="$T/lower$_kvt_lowers"
+	mkdir "$LOWER" || bail "mkdir $LOWER failed"
+}
+
+# kvt_require_root: skip the whole file when not root.
+kvt_require_root() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "1..0 # SKIP needs root (mount)"
+		exit 0
+	fi
+}
+
+# kvt_setup: $T (temp dir) with $LOWER (empty) and $MNT; EXIT trap cleans.
+kvt_setup() {
+	[ -c /dev/fuse ] || { echo "1..0 # SKIP /dev/fuse is missing"; exit 0; }
+	command -v fusermount3 >/dev/null ||
+		{ echo "1..0 # SKIP fusermount3 is missing"; exit 0; }
+	[ -x "$KVTIERFS" ] || bail "kvtierfs is not built: $KVTIERFS"
+	[ -x "$KVCLIENT" ] || bail "kvclient is not built: $KVCLIENT (make check, or gcc -O2 -pthread -o tests/kvclient tests/kvclient.c)"
+	T=$(mktemp -d "${TMPDIR:-/tmp}/kvtierfs-test.XXXXXX") || bail "mktemp failed"
+	_kvt_main_pid=$BASHPID
+	# the TAP stream, for the exit trap: a signal may arrive while a
+	# command's output is redirected to a file
+	exec {_kvt_out}>&1 {_kvt_err}>&2
+	trap _kvt_exit EXIT
+	trap 'exit 129' HUP
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	LOWER="$T/lower"
+	MNT="$T/mnt"
+	mkdir "$LOWER" "$MNT" || bail "mkdir failed"
+	: >"$T/daemon.log"
+}
+
+# Unmount everything under $T, stop our daemons and other background jobs,
+# remove $T.
+kvt_cleanup() {
+	local pid m j aborted=${1:-0}
+	[ -n "$T" ] || return 0
+	# killed by the runner's timeout: the daemon may hang, do not wait
+	[ "$aborted" = 1 ] && _kvt_kill_daemons
+	# background jobs of this shell other than daemons (clients) first
+	for j in "${KVT_BG[@]}" $(jobs -p); do
+		[ -n "${KVT_DAEMONS[$j]+x}" ] && continue
+		kill -KILL "$j" 2>/dev/null
+	done
+	for pid in "${!KVT_DAEMONS[@]}"; do
+		m=${KVT_DAEMONS[$pid]}
+		if kvt_is_mounted "$m"; then
+			fusermount3 -u "$m" 2>/dev/null ||
+				fusermount3 -u -z "$m" 2>/dev/null
+		fi
+		_kvt_wait_pid "$pid" 10
+		unset "KVT_DAEMONS[$pid]"
+	done
+	wait 2>/dev/null
+	# whatever is still mounted under $T, deepest first
+	awk -v p="$T/" 'index($5, p) == 1 { print $5 }' /proc/self/mountinfo |
+		sort -r | while IFS= read -r m; do
+			case "$(kvt_fstype "$m")" in
+			fuse*) fusermount3 -u -z "$m" 2>/dev/null ;;
+			*) umount -l "$m" 2>/dev/null ;;
+			esac
+		done
+	if awk -v p="$T/" 'index($5, p) == 1 { f = 1 } END { exit !f }' /proc/self/mountinfo; then
+		echo "# cleanup: mounts left under $T, not removing it"
+		return 0
+	fi
+	if [ "${KVT_KEEP:-0}" = 1 ]; then
+		echo "# KVT_KEEP=1: kept $T"
+		return 0
+	fi
+	rm -rf --one-file-system "$T"
+}
+
+_kvt_exit() {
+	local rc=$?
+	# a subshell that inherited the trap (bash does so once a subshell
+	# sets a trap of its own) must not clean up the test's directory
+	[ "$BASHPID" = "$_kvt_main_pid" ] || return 0
+	trap - EXIT
+	trap '' HUP INT TERM
+	exec 1>&"$_kvt_out" 2>&"$_kvt_err"
+	if [ "$rc" -ge 128 ]; then
+		echo "# aborted by signal $((rc - 128)): killing the daemons"
+		kvt_cleanup 1
+	else
+		kvt_cleanup 0
+	fi
+	if [ -n "$_kvt_plan" ] && [ "$_kvt_n" != "$_kvt_plan" ]; then
+		echo "# planned $_kvt_plan tests but ran $_kvt_n"
+		rc=1
+	fi
+	if [ "$_kvt_failed" -gt 0 ]; then
+		echo "# failed $_kvt_failed of $_kvt_n tests"
+		rc=1
+	fi
+	exit "$rc"
+}
+
+# ---------------------------------------------------------------- helpers
+
+# kvt_xattr FILE NAME: the value of xattr NAME of FILE (text), or nothing.
+kvt_xattr() {
+	kvt_guard getfattr --absolute-names --only-values -n "$2" "$1" 2>/dev/null
+}
+
+# kvt_xattr_hex FILE NAME: the value of xattr NAME of FILE as 0x<hex>, or
+# nothing.  (getfattr --only-values ignores -e hex and prints raw bytes.)
+kvt_xattr_hex() {
+	kvt_guard getfattr --absolute-names -e hex -n "$2" "$1" 2>/dev/null |
+		sed -n "s/^$2=//p"
+}
+
+# kvt_snapshot DIR: a listing that changes when anything under DIR changes
+# (names, types, modes, sizes, mtimes, contents of files < 1 MiB).
+kvt_snapshot() {
+	local d=$1
+	(cd "$d" && find . -printf '%P %y %m %s %T@\n' | LC_ALL=C sort &&
+		find . -type f -size -1M -print0 | LC_ALL=C sort -z |
+		xargs -0 -r md5sum)
+}
+
+# kvt_count_tmp DIR: number of names ending in .tmp under DIR.
+kvt_count_tmp() {
+	kvt_guard find "$1" -name '*.tmp' 2>/dev/null | wc -l
+}
+
+# kvt_first_block DIR: path of one *.bin under DIR (a path that does not
+# exist, named so in the test output, if there is none).
+kvt_first_block() {
+	local f
+	f=$(kvt_guard find "$1" -name '*.bin' -type f 2>/dev/null | LC_ALL=C sort | head -n 1)
+	echo "${f:-$1/NO-BLOCK-FOUND}"
+}

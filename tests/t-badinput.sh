@@ -1,0 +1,170 @@
+#!/bin/bash
+# Bad input gets a clear error and loses nothing: each bad invocation exits
+# non-zero with exactly one line on stderr, never reports ready, mounts
+# nothing and leaves the lower directory unchanged.  ENOSPC on the lower
+# disk fails that store with ENOSPC and publishes nothing.
+. "$(dirname "$0")/lib.sh"
+
+SIZE=$((2 << 20))
+
+kvt_require_root
+plan 30
+kvt_setup
+
+C="$T/cases"
+O="$T/out"
+mkdir "$C" "$O"
+
+mounts_under_T() {
+	awk -v p="$T/" 'index($5, p) == 1 { print $5 }' /proc/self/mountinfo | LC_ALL=C sort
+}
+
+# try_bad DESC DIR ARGS...: run "kvtierfs -f -o ready_fd=3 ARGS...".  It must
+# exit non-zero with exactly one line on stderr, never say ready (ready_fd
+# gets EOF), leave DIR unchanged and mount nothing.  A daemon that does come
+# up is unmounted at once, so a wrong success costs no timeout.
+try_bad() {
+	local desc=$1 dir=$2 before after mb ma rc rrc n line= pid why=()
+	shift 2
+	before=$(kvt_snapshot "$dir")
+	mb=$(mounts_under_T)
+	rm -f "$O/ready"
+	mkfifo "$O/ready"
+	"$KVTIERFS" -f -o ready_fd=3 "$@" \
+		3>"$O/ready" </dev/null >"$O/stdout" 2>"$O/stderr" &
+	pid=$!
+	IFS= read -r -t 30 line <"$O/ready"
+	rrc=$?
+	if [ -n "$line" ]; then
+		why+=("it mounted: ready_fd said '$line'")
+	elif [ "$rrc" -gt 128 ]; then
+		why+=("neither ready nor exited within 30 s")
+	fi
+	ma=$(mounts_under_T)
+	if [ "$mb" != "$ma" ]; then
+		why+=("mounts changed: $(diff <(echo "$mb") <(echo "$ma") | grep '^[<>]' | tr '\n' ' ')")
+		comm -13 <(echo "$mb") <(echo "$ma") | sort -r | while IFS= read -r m; do
+			[ -n "$m" ] && { fusermount3 -u "$m" 2>/dev/null ||
+				fusermount3 -u -z "$m" 2>/dev/null; }
+		done
+	fi
+	[ "$rrc" -gt 128 ] && kill -TERM "$pid" 2>/dev/null
+	_kvt_wait_pid "$pid" 10
+	rc=$?
+	[ "$rc" = 0 ] && why+=("exit status 0")
+	[ "$rc" = 255 ] && why+=("did not exit (killed)")
+	n=$(grep -c '' "$O/stderr")
+	[ "$n" = 1 ] || why+=("$n lines on stderr, expected exactly 1")
+	after=$(kvt_snapshot "$dir")
+	if [ "$before" != "$after" ]; then
+		why+=("$dir changed:")
+		why+=("$(diff <(echo "$before") <(echo "$after") | head -n 10)")
+	fi
+	if [ ${#why[@]} -eq 0 ]; then
+		ok 0 "$desc: exit $rc, one line on stderr, nothing changed"
+		diag "stderr: $(cat "$O/stderr")"
+	else
+		ok 1 "$desc"
+		diag "${why[@]}" "exit status: $rc" "stderr:"
+		diag_file "$O/stderr" 10
+	fi
+}
+
+# --- option and argument errors -------------------------------------------
+mkdir "$C/empty"
+try_bad "unknown option --no-such-option" "$C" \
+	--no-such-option "$C/empty" "$MNT"
+try_bad "unknown mount option -o no_such_option=1" "$C" \
+	-o no_such_option=1 "$C/empty" "$MNT"
+try_bad "LOWERDIR does not exist" "$C" \
+	"$C/missing" "$MNT"
+printf 'not a directory\n' >"$C/lower-file"
+try_bad "LOWERDIR is a regular file" "$C" \
+	"$C/lower-file" "$MNT"
+
+timeout -k 5 30 "$KVTIERFS" -f "$MNT" </dev/null >/dev/null 2>"$O/stderr"
+rc=$?
+[ "$rc" != 0 ] && [ "$rc" != 124 ] && [ -s "$O/stderr" ] && ! kvt_is_mounted "$MNT"
+ok $? "only one argument: exit non-zero ($rc) with a message"
+diag_file "$O/stderr" 5
+
+# --- read-only LOWERDIR ---------------------------------------------------
+mkdir "$C/ro-src" "$C/ro"
+mount --bind "$C/ro-src" "$C/ro" && mount -o remount,bind,ro "$C/ro"
+ok $? "bind-mount an empty directory read-only"
+try_bad "read-only empty LOWERDIR" "$C" \
+	"$C/ro" "$MNT"
+
+# an existing store, then read-only
+mkdir "$C/store"
+LOWER="$C/store"
+kvt_mount
+ok_kvclient "make a store with 4 blocks" \
+	vllm-store --dir "$MNT" --blocks 4 --size $SIZE --threads 2
+kvt_umount
+mkdir "$C/store-ro"
+mount --bind "$C/store" "$C/store-ro" && mount -o remount,bind,ro "$C/store-ro"
+ok $? "bind-mount the store read-only"
+try_bad "read-only LOWERDIR holding a store" "$C" \
+	"$C/store-ro" "$MNT"
+
+# --- MOUNTPOINT errors ----------------------------------------------------
+mkdir "$C/empty2"
+printf 'x\n' >"$C/mnt-file"
+try_bad "MOUNTPOINT is a regular file" "$C" \
+	"$C/empty2" "$C/mnt-file"
+try_bad "MOUNTPOINT does not exist" "$C" \
+	"$C/empty2" "$C/no-such-mnt"
+
+LOWER="$C/store"
+kvt_mount
+try_bad "MOUNTPOINT is already mounted (kvtierfs there)" "$C/empty2" \
+	"$C/empty2" "$MNT"
+ok_kvclient "the existing mount still works: 4 blocks read back" \
+	verify --dir "$MNT" --expect 4 --size $SIZE --no-tmp
+kvt_umount
+
+# --- a foreign LOWERDIR ---------------------------------------------------
+mkdir -p "$C/foreign/sub"
+printf 'precious\n' >"$C/foreign/data.txt"
+printf 'more\n' >"$C/foreign/sub/other"
+try_bad "non-empty LOWERDIR that is not a store" "$C" \
+	"$C/foreign" "$MNT"
+
+# --- ENOSPC: a 24 MiB tmpfs as LOWERDIR -----------------------------------
+mkdir "$T/small"
+mount -t tmpfs -o size=24m kvt-enospc "$T/small"
+ok $? "mount a 24 MiB tmpfs as LOWERDIR"
+LOWER="$T/small"
+kvt_mount
+
+enospc_store() { # DESC ARGS...: store until ENOSPC; sets STORED, FAILED
+	local desc=$1
+	shift
+	ok_kvclient "$desc" vllm-store --dir "$MNT" --size $SIZE --threads 1 \
+		--blocks 100 --stop-on-enospc "$@"
+	STORED=$(sed -n 's/.* stored=\([0-9]*\) .*/\1/p' "$KVT_OUT")
+	FAILED=$(sed -n 's/^enospc //p' "$KVT_OUT")
+	diag "stored ${STORED:-?} blocks; ENOSPC on ${FAILED#"$MNT"/}"
+}
+enospc_store "O_DIRECT stores until ENOSPC: the failed block does not appear" --odirect
+S1=${STORED:-0}
+F1=$FAILED
+ok_kvclient "every visible block reads back complete ($S1 blocks)" \
+	verify --dir "$MNT" --expect "$S1" --size $SIZE --no-tmp
+
+kvt_run find "$MNT" -name '*.bin' | LC_ALL=C sort | head -n 3 | kvt_run xargs -d '\n' rm -f --
+enospc_store "after removing 3 blocks, buffered stores until ENOSPC" \
+	--buffered --key-base 5000
+S2=${STORED:-0}
+F2=$FAILED
+ok_kvclient "every visible block reads back complete ($((S1 - 3 + S2)) blocks)" \
+	verify --dir "$MNT" --expect $((S1 - 3 + S2)) --size $SIZE --no-tmp
+kvt_umount
+
+kvt_mount
+ok_kvclient "after remount: the same $((S1 - 3 + S2)) blocks, all complete" \
+	verify --dir "$MNT" --expect $((S1 - 3 + S2)) --size $SIZE --no-tmp
+[ -n "$F1" ] && [ ! -e "$F1" ] && { [ -z "$F2" ] || [ ! -e "$F2" ]; }
+ok $? "after remount the blocks that failed with ENOSPC do not exist"
+kvt_umount
