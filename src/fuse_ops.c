@@ -337,8 +337,10 @@ static int publish_object(struct kvt_fs *fs, struct kvt_inode *ino,
 	return ret;
 }
 
-/* After a record for @rec was installed at @ino's name: @ino shows it. */
-static void inode_published(struct kvt_fs *fs, struct kvt_inode *ino,
+/* After a record for @rec was installed at @ino's name: @ino shows it.
+ * Returns true when the caller must drop the inode's pending reference,
+ * which it does once it holds no directory lock. */
+static bool inode_published(struct kvt_fs *fs, struct kvt_inode *ino,
 			    struct kvt_record *rec, int dirfd, const char *name)
 {
 	struct stat rst, ost;
@@ -357,8 +359,7 @@ static void inode_published(struct kvt_fs *fs, struct kvt_inode *ino,
 	rst.st_mode = (rst.st_mode & S_IFMT) | (ino->meta.st_mode & 07777);
 	inode_take_record(ino, rec, &rst, &ost);
 	g_mutex_unlock(&ino->lock);
-	if (drop)
-		kvt_inode_unref(fs, ino);
+	return drop;
 }
 
 static void release_replaced(struct kvt_fs *fs, struct kvt_record *old,
@@ -375,7 +376,7 @@ static int publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino)
 	struct kvt_record rec, old;
 	struct kvt_inode *p;
 	struct kvt_meta meta;
-	bool tmp;
+	bool tmp, drop = false;
 	int ret;
 
 	p = kvt_lock_parent(fs, ino);
@@ -401,9 +402,11 @@ static int publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino)
 	ret = kvt_record_install(fs->store, p->fd, ino->name, &rec, &meta, &old);
 	if (ret == 0) {
 		release_replaced(fs, &old, &rec);
-		inode_published(fs, ino, &rec, p->fd, ino->name);
+		drop = inode_published(fs, ino, &rec, p->fd, ino->name);
 	}
 	g_mutex_unlock(&p->lock);
+	if (drop)
+		kvt_inode_unref(fs, ino);
 	if (ret < 0) {
 		kvt_object_release(fs->store, &rec);
 		kvt_record_clear(&rec);
@@ -430,6 +433,8 @@ static int inode_begin_write(struct kvt_fs *fs, struct kvt_inode *ino, bool trun
 	ret = kvt_stage_new(fs, ino, trunc ? 0 : UINT64_MAX, &st);
 	if (ret < 0)
 		return ret;
+	if (ino->has_record)
+		ino->rewritten = true;
 	if (ino->stage)
 		kvt_stage_unref(fs, ino->stage);
 	else
@@ -581,16 +586,23 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	h->fd = -1;
 	g_mutex_lock(&ino->lock);
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-		ret = inode_begin_write(fs, ino, fi->flags & O_TRUNC, &ref_inode);
+		/* A new version starts with O_TRUNC or the first write; an
+		 * open for writing that writes nothing (touch) changes
+		 * nothing. */
+		if (fi->flags & O_TRUNC)
+			ret = inode_begin_write(fs, ino, true, &ref_inode);
 		if (ret == 0)
 			open_writer(fs, ino, fi, h);
 	} else if (ino->has_record) {
 		h->fd = kvt_object_open(fs->store, &ino->rec, O_RDONLY);
 		if (h->fd < 0) {
 			ret = h->fd;
-		} else if (ino->cache_readers && strcmp(ino->cache_ref, ino->rec.ref)) {
-			/* Readers of an older version still use the page
-			 * cache: this one must not mix its pages in. */
+		} else if (ino->rewritten ||
+			   (ino->cache_readers && strcmp(ino->cache_ref, ino->rec.ref))) {
+			/* A file rewritten in place (LMCache) has a kernel
+			 * size that follows its writer, and readers of an
+			 * older version may share the page cache: serve this
+			 * reader from its own object only. */
 			fi->direct_io = 1;
 		} else {
 			fi->keep_cache = !strcmp(ino->cache_ref, ino->rec.ref);
@@ -1066,7 +1078,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct kvt_inode *src, *dst, *unref_parent = NULL, *unref_dst = NULL;
 	struct kvt_record rec, old;
 	struct stat sst, dst_st;
-	bool src_lower, dst_lower, dst_local = false, publish = false;
+	bool src_lower, dst_lower, dst_local = false, publish = false, drop = false;
 	int ret = 0;
 
 	kvt_record_init(&rec);
@@ -1174,6 +1186,16 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			if (dst && dst != src) {
 				kvt_inode_detach(dst);
 				unref_dst = dst;
+				g_mutex_lock(&dst->lock);
+				/* A process that resolved the old name before the
+				 * rename may still open it: its object goes when
+				 * the kernel forgets the inode, not now. */
+				if (dst->has_record && old.ref[0] &&
+				    !strcmp(dst->rec.ref, old.ref)) {
+					dst->release_on_free = true;
+					kvt_record_clear(&old);
+				}
+				g_mutex_unlock(&dst->lock);
 			}
 			if (src) {
 				unref_parent = src->parent;
@@ -1182,9 +1204,11 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		}
 	}
 	if (ret == 0 && publish)
-		inode_published(fs, src, &rec, np->fd, newname);
+		drop = inode_published(fs, src, &rec, np->fd, newname);
 	unlock_two(p, np);
 	g_mutex_unlock(&fs->tree_lock);
+	if (drop)
+		kvt_inode_unref(fs, src);
 
 	if (ret == 0)
 		release_replaced(fs, &old, publish ? &rec : NULL);

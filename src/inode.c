@@ -64,6 +64,8 @@ static void inode_free(struct kvt_fs *fs, struct kvt_inode *ino)
 {
 	if (ino->stage)
 		kvt_stage_unref(fs, ino->stage);
+	if (ino->release_on_free)
+		kvt_object_release(fs->store, &ino->rec);
 	if (ino->fd >= 0)
 		close(ino->fd);
 	if (ino->children)

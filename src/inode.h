@@ -57,6 +57,8 @@ struct kvt_inode {
 	blkcnt_t blocks;
 	struct kvt_stage *stage; /* pending version, or NULL */
 	int writers;          /* open handles that may write */
+	bool rewritten;       /* a version was written in place at some time */
+	bool release_on_free; /* replaced: the object goes with the inode */
 	int cache_readers;    /* open readers using the page cache */
 	char cache_ref[KVT_REF_MAX]; /* object whose bytes the page cache holds */
 };

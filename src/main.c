@@ -260,9 +260,9 @@ int main(int argc, char **argv)
 		close(o.ready_fd);
 	}
 
+	/* libfuse 3.14 keeps idle threads by default (max_idle_threads -1):
+	 * creating them per request would burn CPU. */
 	loop = fuse_loop_cfg_create();
-	/* Idle threads are kept: creating them per request burns CPU. */
-	fuse_loop_cfg_set_idle_threads(loop, UINT_MAX);
 	fuse_loop_cfg_set_max_threads(loop, o.max_threads);
 	ret = fuse_session_loop_mt(fs.se, loop);
 	fuse_loop_cfg_destroy(loop);

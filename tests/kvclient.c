@@ -25,7 +25,9 @@
  * Exit status: 0 all checks passed, 1 a check failed (each failure is
  * reported on stderr with the path and file offset), 2 usage error.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -103,7 +105,7 @@ static const char usage_text[] =
 "                     failure; the failed name must not exist; prints\n"
 "                     \"enospc <path>\"; exit 1 if ENOSPC never came\n"
 "  --keep-going       do not stop all threads at the first failure\n"
-"                     (always on for verify, vllm-load, llmd-load)\n"
+"                     (always on for verify, *-load, lmcache, race)\n"
 "  --expect N         verify: exactly N blocks must be found\n"
 "  --min N            verify: at least N blocks must be found\n"
 "  --no-tmp           verify: any *.tmp name found is a failure\n"
@@ -1780,9 +1782,14 @@ int main(int argc, char **argv)
 		usage_error("--dir DIR is required");
 	if (O.odirect < 0)
 		O.odirect = !strncmp(O.cmd, "vllm-", 5);
-	/* checkers report every bad block; writers stop at the first failure */
+	/*
+	 * Checkers report every bad block, and lmcache/race run all their
+	 * rounds (so that the final state is checked too); the stores stop
+	 * all threads at the first failure.
+	 */
 	if (!strcmp(O.cmd, "verify") || !strcmp(O.cmd, "vllm-load") ||
-	    !strcmp(O.cmd, "llmd-load"))
+	    !strcmp(O.cmd, "llmd-load") || !strcmp(O.cmd, "lmcache") ||
+	    !strcmp(O.cmd, "race"))
 		O.keep_going = 1;
 	if (O.size < HDR_LEN || O.size > (1ULL << 34))
 		usage_error("--size must be between %d bytes and 16G", HDR_LEN);

@@ -55,7 +55,6 @@ _kvt_lowers=0
 _kvt_main_pid=$BASHPID
 _kvt_out=1
 _kvt_err=2
-KVT_HUNG=
 
 # ---------------------------------------------------------------- TAP
 
@@ -127,24 +126,24 @@ _kvt_tmpfile() {
 # daemon is taken to hang (a FLUSH the daemon never answers leaves close()
 # in an uninterruptible sleep; no signal ends it): the kernel stacks of CMD
 # and the daemon's thread backtraces go to $T/.hang, every daemon of this
-# file is killed (which aborts the FUSE connection, so CMD returns), KVT_HUNG
-# is set and the status is 254.
+# file is killed (which aborts the FUSE connection, so CMD returns), the
+# flag file $T/.hung makes the next test point bail out (_kvt_check_hung),
+# and the status is 254.
 kvt_guard() {
-	local pid sp st done=
+	local pid sp st fin=
 	"$@" {_kvt_out}>&- {_kvt_err}>&- &
 	pid=$!
 	sleep "$KVT_CMD_TIMEOUT" </dev/null >/dev/null 2>&1 {_kvt_out}>&- {_kvt_err}>&- &
 	sp=$!
-	wait -n -p done "$pid" "$sp" 2>/dev/null
+	wait -n -p fin "$pid" "$sp" 2>/dev/null
 	st=$?
-	if [ "$done" != "$sp" ]; then
+	if [ "$fin" != "$sp" ]; then
 		kill -KILL "$sp" 2>/dev/null
 		wait "$sp" 2>/dev/null
-		[ -n "$done" ] && return "$st"
+		[ -n "$fin" ] && return "$st"
 		wait "$pid" 2>/dev/null
 		return
 	fi
-	KVT_HUNG=1
 	_kvt_hang_report "$pid" "$*" >"$T/.hang" 2>&1
 	: >"$T/.hung"
 	_kvt_kill_daemons
@@ -287,19 +286,19 @@ kvt_fstype() {
 # (wait -n on the daemon and a sleep: no polling; the sleep is ended with
 # SIGKILL so that no trap of this shell can run in it.)
 _kvt_wait_pid() {
-	local pid=$1 secs=$2 sp st done=
+	local pid=$1 secs=$2 sp st fin=
 	sleep "$secs" </dev/null >/dev/null 2>&1 &
 	sp=$!
-	wait -n -p done "$pid" "$sp" 2>/dev/null
+	wait -n -p fin "$pid" "$sp" 2>/dev/null
 	st=$?
-	if [ "$done" = "$sp" ]; then
+	if [ "$fin" = "$sp" ]; then
 		kill -KILL "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 		return 255
 	fi
 	kill -KILL "$sp" 2>/dev/null
 	wait "$sp" 2>/dev/null
-	if [ -z "$done" ]; then
+	if [ -z "$fin" ]; then
 		# not our child (or already waited for): nothing to wait on
 		return 0
 	fi

@@ -24,7 +24,7 @@ mounts_under_T() {
 # gets EOF), leave DIR unchanged and mount nothing.  A daemon that does come
 # up is unmounted at once, so a wrong success costs no timeout.
 try_bad() {
-	local desc=$1 dir=$2 before after mb ma rc rrc n line= pid why=()
+	local desc=$1 dir=$2 before after mb ma rc rrc n line="" pid why=()
 	shift 2
 	before=$(kvt_snapshot "$dir")
 	mb=$(mounts_under_T)
