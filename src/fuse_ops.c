@@ -110,7 +110,7 @@ static bool inode_drop_stage(struct kvt_fs *fs, struct kvt_inode *ino)
 	g_mutex_unlock(&ino->lock);
 	if (!st)
 		return false;
-	kvt_stage_unref(fs, st);
+	kvt_stage_put(fs->store, st);
 	return true;
 }
 
@@ -392,6 +392,7 @@ static int publish_object(struct kvt_fs *fs, struct kvt_inode *ino,
 			  struct kvt_record *rec)
 {
 	struct kvt_stage *st;
+	kvt_hash hash;
 	int ret;
 
 	g_mutex_lock(&ino->lock);
@@ -413,12 +414,14 @@ static int publish_object(struct kvt_fs *fs, struct kvt_inode *ino,
 		ret = 1;
 	else if (st->error)
 		ret = -st->error;
+	else if (kvt_stage_hash(st, st->size, &hash))
+		ret = kvt_object_publish_hashed(fs->store, st->name, st->size, &hash, rec);
 	else
 		ret = kvt_object_publish(fs->store, st->fd, st->name, st->size, rec);
 	if (ret == 0)
 		st->consumed = true;
 	g_rw_lock_writer_unlock(&st->io);
-	kvt_stage_unref(fs, st);
+	kvt_stage_put(fs->store, st);
 	if (ret)
 		kvt_record_clear(rec);
 	return ret;
@@ -440,7 +443,7 @@ static bool inode_published(struct kvt_fs *fs, struct kvt_inode *ino,
 		memset(&ost, 0, sizeof(ost));
 	g_mutex_lock(&ino->lock);
 	if (ino->stage && ino->stage->consumed) {
-		kvt_stage_unref(fs, ino->stage);
+		kvt_stage_put(fs->store, ino->stage);
 		ino->stage = NULL;
 		drop = true;
 	}
@@ -514,8 +517,8 @@ static int inode_begin_write(struct kvt_fs *fs, struct kvt_inode *ino, bool trun
 
 	*ref_inode = false;
 	if (kvt_inode_pending(ino)) {
-		if (trunc && ftruncate(ino->stage->fd, 0) == 0)
-			__atomic_store_n(&ino->stage->size, 0, __ATOMIC_RELAXED);
+		if (trunc)
+			kvt_stage_truncate(ino->stage, 0);
 		return 0;
 	}
 	ret = kvt_stage_new(fs, ino, trunc ? 0 : UINT64_MAX, &st);
@@ -524,7 +527,7 @@ static int inode_begin_write(struct kvt_fs *fs, struct kvt_inode *ino, bool trun
 	if (ino->has_record)
 		ino->rewritten = true;
 	if (ino->stage)
-		kvt_stage_unref(fs, ino->stage);
+		kvt_stage_put(fs->store, ino->stage);
 	else
 		*ref_inode = true;
 	ino->stage = st;
@@ -807,14 +810,14 @@ static int writer_stage(struct kvt_fs *fs, struct kvt_inode *ino,
 			return 0;
 		}
 		g_rw_lock_reader_unlock(&st->io);
-		kvt_stage_unref(fs, st);
+		kvt_stage_put(fs->store, st);
 	}
 }
 
 static void put_stage(struct kvt_fs *fs, struct kvt_stage *st)
 {
 	g_rw_lock_reader_unlock(&st->io);
-	kvt_stage_unref(fs, st);
+	kvt_stage_put(fs->store, st);
 }
 
 static ssize_t pread_full(int fd, char *buf, size_t size, off_t off)
@@ -875,10 +878,10 @@ static void op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 			fuse_reply_err(req, -ret);
 			return;
 		}
-		got = pread_full(st->fd, buf, size, off);
+		got = kvt_stage_read(st, buf, size, off);
 		put_stage(fs, st);
 	} else if (h->rstage) {
-		got = pread_full(h->rstage->fd, buf, size, off);
+		got = kvt_stage_read(h->rstage, buf, size, off);
 	} else {
 		got = read_object(fs, ino, h, buf, size, off, &note);
 		kvt_purge_notify(fs, &note, true);
@@ -897,39 +900,13 @@ static void op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size,
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_stage *st;
-	size_t done = 0;
 	int ret;
 
 	ret = writer_stage(fs, kvt_inode_of(fs, n), &st);
-	if (ret < 0) {
-		fuse_reply_err(req, -ret);
-		return;
+	if (ret == 0) {
+		ret = kvt_stage_write(st, buf, size, off);
+		put_stage(fs, st);
 	}
-	while (done < size) {
-		ssize_t w = pwrite(st->fd, buf + done, size - done, off + done);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			ret = -errno;
-			break;
-		}
-		done += w;
-	}
-	if (ret < 0) {
-		/* A version with a hole where a write failed must never be
-		 * published: the error sticks to the stage. */
-		__atomic_compare_exchange_n(&st->error, &(int){ 0 }, -ret, false,
-					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-	} else {
-		uint64_t end = off + size, cur = __atomic_load_n(&st->size, __ATOMIC_RELAXED);
-
-		while (end > cur &&
-		       !__atomic_compare_exchange_n(&st->size, &cur, end, false,
-						    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			;
-	}
-	put_stage(fs, st);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
 	} else {
@@ -974,7 +951,7 @@ static void op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	if (h->fd >= 0)
 		close(h->fd);
 	if (h->rstage)
-		kvt_stage_unref(fs, h->rstage);
+		kvt_stage_put(fs->store, h->rstage);
 	g_free(h);
 	fuse_reply_err(req, 0);
 }
@@ -989,10 +966,7 @@ static int set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 	ret = writer_stage(fs, ino, &st);
 	if (ret < 0)
 		return ret;
-	if (ftruncate(st->fd, size))
-		ret = -errno;
-	else
-		__atomic_store_n(&st->size, (uint64_t)size, __ATOMIC_RELAXED);
+	ret = kvt_stage_truncate(st, size);
 	put_stage(fs, st);
 	if (ret < 0)
 		return ret;

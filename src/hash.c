@@ -99,3 +99,45 @@ bool kvt_hash_equal(const kvt_hash *a, const kvt_hash *b)
 {
 	return memcmp(a->b, b->b, sizeof(a->b)) == 0;
 }
+
+struct kvt_hash_stream {
+	XXH3_state_t *st;
+};
+
+kvt_hash_stream *kvt_hash_stream_new(void)
+{
+	kvt_hash_stream *hs = malloc(sizeof(*hs));
+
+	if (!hs)
+		return NULL;
+	hs->st = XXH3_createState();
+	if (!hs->st) {
+		free(hs);
+		return NULL;
+	}
+	XXH3_128bits_reset(hs->st);
+	return hs;
+}
+
+void kvt_hash_stream_free(kvt_hash_stream *hs)
+{
+	if (!hs)
+		return;
+	XXH3_freeState(hs->st);
+	free(hs);
+}
+
+void kvt_hash_stream_reset(kvt_hash_stream *hs)
+{
+	XXH3_128bits_reset(hs->st);
+}
+
+void kvt_hash_stream_update(kvt_hash_stream *hs, const void *buf, size_t len)
+{
+	XXH3_128bits_update_dispatch(hs->st, buf, len);
+}
+
+void kvt_hash_stream_digest(kvt_hash_stream *hs, kvt_hash *out)
+{
+	canonical(XXH3_128bits_digest(hs->st), out);
+}
