@@ -13,6 +13,7 @@
 
 #include "inode.h"
 #include "purge.h"
+#include "splice.h"
 #include "xattr.h"
 
 /* Reads refresh the record's atime at most this often (an evictor reads
@@ -296,6 +297,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* Object bytes go from the lower page cache to the device by splice
+	 * (see splice.h). */
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
+		conn->want |= FUSE_CAP_SPLICE_MOVE;
 	/* Writes must reach the daemon before close() returns so that
 	 * FLUSH and rename see every byte. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
@@ -841,19 +848,44 @@ static ssize_t pread_full(int fd, char *buf, size_t size, off_t off)
 
 /* A read of a published object: EIO once the version was purged, and
  * EIO (with a purge) when the lower file holds fewer bytes than recorded;
- * a short reply would make the kernel take it as the end of the file. */
-static ssize_t read_object(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_handle *h,
-			   char *buf, size_t size, off_t off, struct kvt_purge_note *note)
+ * a short reply would make the kernel take it as the end of the file.
+ * The bytes go by splice when they can, else through @buf.  Returns the
+ * bytes replied, or -errno for the caller to reply. */
+static ssize_t read_object(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *ino,
+			   struct kvt_handle *h, size_t size, off_t off,
+			   struct kvt_purge_note *note)
 {
 	uint64_t want = (uint64_t)off >= h->rec.size ? 0 : MIN(size, h->rec.size - off);
 	struct kvt_torn_info torn = { .why = KVT_TORN_SHORT };
+	g_autofree char *buf = NULL;
+	size_t have = 0;
 	ssize_t got;
+	int rfd;
 
 	if (__atomic_load_n(&ino->purges, __ATOMIC_ACQUIRE) != h->purges)
 		return -EIO;
-	got = pread_full(h->fd, buf, want, off);
-	if (got < 0 || (uint64_t)got == want)
+	rfd = want ? kvt_splice_fill(h->fd, off, want, &have) : -ENOSYS;
+	if (rfd >= 0) {
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(want);
+
+		bv.buf[0].flags = FUSE_BUF_IS_FD;
+		bv.buf[0].fd = rfd;
+		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+		kvt_splice_reset(rfd);
+		return want;
+	}
+	if (rfd == -ENODATA) {
+		got = have;
+	} else {
+		buf = g_malloc(want ? want : 1);
+		got = pread_full(h->fd, buf, want, off);
+		if (got < 0)
+			return got;
+	}
+	if ((uint64_t)got == want) {
+		fuse_reply_buf(req, buf, got);
 		return got;
+	}
 	torn.found_size = off + got;
 	kvt_purge_inode(fs, ino, &h->rec, &torn, note);
 	return -EIO;
@@ -867,24 +899,31 @@ static void op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 	struct kvt_handle *h = (struct kvt_handle *)(uintptr_t)fi->fh;
 	struct kvt_purge_note note = { 0 };
 	struct kvt_stage *st = NULL;
-	char *buf = g_malloc(size ? size : 1);
+	g_autofree char *buf = NULL;
 	ssize_t got;
 
+	if (!h->writer && !h->rstage) {
+		got = read_object(req, fs, ino, h, size, off, &note);
+		if (got < 0) {
+			kvt_purge_notify(fs, &note, true);
+			fuse_reply_err(req, (int)-got);
+		} else {
+			kvt_stat_add(&fs->stats, KVT_STAT_bytes_out, got);
+		}
+		return;
+	}
+	buf = g_malloc(size ? size : 1);
 	if (h->writer) {
 		int ret = writer_stage(fs, ino, &st);
 
 		if (ret < 0) {
-			g_free(buf);
 			fuse_reply_err(req, -ret);
 			return;
 		}
 		got = kvt_stage_read(st, buf, size, off);
 		put_stage(fs, st);
-	} else if (h->rstage) {
-		got = kvt_stage_read(h->rstage, buf, size, off);
 	} else {
-		got = read_object(fs, ino, h, buf, size, off, &note);
-		kvt_purge_notify(fs, &note, true);
+		got = kvt_stage_read(h->rstage, buf, size, off);
 	}
 	if (got < 0) {
 		fuse_reply_err(req, (int)-got);
@@ -892,7 +931,6 @@ static void op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 		kvt_stat_add(&fs->stats, KVT_STAT_bytes_out, got);
 		fuse_reply_buf(req, buf, got);
 	}
-	g_free(buf);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size,
