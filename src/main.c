@@ -192,7 +192,7 @@ int main(int argc, char **argv)
 		.entry_timeout = 1.0,
 		.attr_timeout = 1.0,
 		.max_threads = 64,
-		.verify_cache = 1u << 20,
+		.verify_cache = 100000,
 	};
 	GOptionEntry entries[] = {
 		{ "foreground", 'f', 0, G_OPTION_ARG_NONE, &o.foreground,
