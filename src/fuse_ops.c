@@ -307,6 +307,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * FLUSH and rename see every byte. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	conn->max_write = 1u << 20;
+	conn->max_read = KVT_MAX_READ;
 	conn->max_readahead = 1u << 20;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
@@ -501,6 +502,12 @@ static int publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino)
 	if (ret == 0) {
 		release_replaced(fs, &old, &rec);
 		drop = inode_published(fs, ino, &rec, p->fd, ino->name);
+		/* Written under its own name: the next version will be too,
+		 * and its writer moves the kernel's size under readers (see
+		 * op_open). */
+		g_mutex_lock(&ino->lock);
+		ino->rewritten = true;
+		g_mutex_unlock(&ino->lock);
 	}
 	g_mutex_unlock(&p->lock);
 	if (drop)
@@ -749,12 +756,15 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 		if (ret == 0)
 			open_writer(fs, ino, fi, h);
 	} else if (h->fd >= 0) {
-		if (ino->rewritten || !ino->has_record || strcmp(ino->rec.ref, h->rec.ref) ||
+		if (ino->rewritten || ino->writers || (fi->flags & O_DIRECT) ||
+		    !ino->has_record || strcmp(ino->rec.ref, h->rec.ref) ||
 		    (ino->cache_readers && strcmp(ino->cache_ref, h->rec.ref))) {
-			/* A file rewritten in place (LMCache) has a kernel
-			 * size that follows its writer, and readers of an
-			 * older version may share the page cache: serve this
-			 * reader from its own object only. */
+			/* The kernel clamps cached and O_DIRECT reads to its
+			 * idea of the size, and a writer in place (LMCache)
+			 * moves that size under every reader; readers of an
+			 * older version may share the page cache too.  Such
+			 * a reader is served from its own object only,
+			 * whatever the kernel thinks the size is. */
 			fi->direct_io = 1;
 		} else {
 			fi->keep_cache = !strcmp(ino->cache_ref, h->rec.ref);

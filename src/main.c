@@ -227,7 +227,12 @@ int main(int argc, char **argv)
 	if (argc != 3)
 		die("expects LOWERDIR and MOUNTPOINT (see kvtierfs --help)");
 	o.tmp_suffix = g_strdup(".tmp");
-	o.fuse_opts = g_string_new("default_permissions,subtype=kvtierfs,fsname=kvtierfs");
+	/* max_read: libfuse splices a reply through a pipe that must hold the
+	 * reply and three more pages, and an unprivileged pipe holds at most
+	 * 1 MiB (fs.pipe-max-size); reads a little under 1 MiB keep every
+	 * reply of object bytes zero-copy. */
+	o.fuse_opts = g_string_new("default_permissions,subtype=kvtierfs,fsname=kvtierfs,"
+				   "max_read=" G_STRINGIFY(KVT_MAX_READ));
 	parse_o(&o);
 	if (o.debug)
 		o.foreground = TRUE;
