@@ -322,10 +322,19 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	kvt_stat_add(&fs->stats, KVT_STAT_lookups, 1);
 	kvt_stat_add(&fs->stats, ret == 0 ? KVT_STAT_hits : KVT_STAT_misses, 1);
-	if (ret < 0)
-		fuse_reply_err(req, -ret);
-	else
+	if (ret == -ENOENT && fs->negative_timeout > 0) {
+		/* A negative entry: repeated misses (a prefix that is not
+		 * stored) stay in the kernel.  Names created through this
+		 * mount replace it; another mount's stores show after the
+		 * timeout. */
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = fs->negative_timeout;
 		fuse_reply_entry(req, &e);
+	} else if (ret < 0) {
+		fuse_reply_err(req, -ret);
+	} else {
+		fuse_reply_entry(req, &e);
+	}
 	/* The ENOENT reply drops the dentry; the inode may be cached too. */
 	kvt_purge_notify(fs, &note, false);
 }

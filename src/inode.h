@@ -61,6 +61,7 @@ struct kvt_fs {
 	GMutex tree_lock;
 	char *tmp_suffix;     /* names with it are published only by rename */
 	double entry_timeout, attr_timeout;
+	double negative_timeout; /* kernel caching of "no such name" */
 	struct fuse_session *se;
 	struct kvt_stats stats;
 	struct kvt_verifier *verifier;

@@ -21,7 +21,7 @@ struct options {
 	char **opts;           /* -o, repeatable, comma separated */
 	int ready_fd;
 	char *tmp_suffix;
-	double entry_timeout, attr_timeout;
+	double entry_timeout, attr_timeout, negative_timeout;
 	int max_threads;
 	gboolean verify_always;
 	guint verify_cache;
@@ -74,10 +74,12 @@ static void parse_o(struct options *o)
 			} else if (KEY("tmp_suffix")) {
 				g_free(o->tmp_suffix);
 				o->tmp_suffix = g_strdup(val ? val : "");
-			} else if (KEY("entry_timeout") || KEY("attr_timeout")) {
+			} else if (KEY("entry_timeout") || KEY("attr_timeout") ||
+				   KEY("negative_timeout")) {
 				if (!val || !parse_number(val, 0, 86400, &num))
 					die("-o %.*s: expects seconds (0-86400)", (int)klen, *it);
-				*(KEY("entry_timeout") ? &o->entry_timeout : &o->attr_timeout) = num;
+				*(KEY("entry_timeout") ? &o->entry_timeout :
+				  KEY("attr_timeout") ? &o->attr_timeout : &o->negative_timeout) = num;
 			} else if (KEY("max_threads")) {
 				if (!val || !parse_number(val, 1, 1024, &num))
 					die("-o max_threads: expects 1-1024");
@@ -190,6 +192,7 @@ int main(int argc, char **argv)
 	struct options o = {
 		.ready_fd = -1,
 		.entry_timeout = 1.0,
+		.negative_timeout = 1.0,
 		.attr_timeout = 1.0,
 		.max_threads = 64,
 		.verify_cache = 100000,
@@ -259,6 +262,7 @@ int main(int argc, char **argv)
 	g_mutex_init(&fs.tree_lock);
 	fs.tmp_suffix = o.tmp_suffix;
 	fs.entry_timeout = o.entry_timeout;
+	fs.negative_timeout = o.negative_timeout;
 	fs.attr_timeout = o.attr_timeout;
 	fs.verify_always = o.verify_always;
 	fs.verifier = kvt_verifier_new(o.verify_cache);
