@@ -399,7 +399,10 @@ int kvt_object_publish_hashed(struct kvt_store *s, const char *stage_name_,
 		 * never share it. */
 		unlinkat(s->objfd, refp, 0);
 		unlinkat(s->objfd, anchor, 0);
-	} else if (errno != ENOENT) {
+	} else if (errno != ENOENT && errno != EMLINK) {
+		/* EMLINK: the shared inode has all the links its file system
+		 * allows (65000 on ext4); these bytes get an object of their
+		 * own. */
 		return -errno;
 	}
 
