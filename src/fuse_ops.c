@@ -725,6 +725,29 @@ static int open_object(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_hand
 	return ret == -ENODATA ? -ENOENT : -EIO;
 }
 
+/* The owner, group and other bits, for mounts without
+ * default_permissions (then only the mounting user gets here, see main.c;
+ * root passes). */
+static bool may_open(struct kvt_inode *ino, const struct fuse_ctx *ctx, int flags)
+{
+	mode_t mode, want = 0;
+
+	if (ctx->uid == 0)
+		return true;
+	if ((flags & O_ACCMODE) != O_WRONLY)
+		want |= S_IROTH;
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
+		want |= S_IWOTH;
+	g_mutex_lock(&ino->lock);
+	mode = ino->meta.st_mode;
+	if (ctx->uid == ino->meta.st_uid)
+		mode >>= 6;
+	else if (ctx->gid == ino->meta.st_gid)
+		mode >>= 3;
+	g_mutex_unlock(&ino->lock);
+	return (mode & want) == want;
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
@@ -736,6 +759,10 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 
 	if (ino->is_dir) {
 		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (!may_open(ino, fuse_req_ctx(req), fi->flags)) {
+		fuse_reply_err(req, EACCES);
 		return;
 	}
 	h = g_new0(struct kvt_handle, 1);
@@ -1580,13 +1607,6 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *f
 	fuse_reply_err(req, 0);
 }
 
-static void op_access(fuse_req_t req, fuse_ino_t n, int mask)
-{
-	/* Reached only without default_permissions; existence was settled
-	 * by the lookup that found the inode. */
-	fuse_reply_err(req, 0);
-}
-
 const struct fuse_lowlevel_ops kvt_fuse_ops = {
 	.init = op_init,
 	.lookup = op_lookup,
@@ -1611,7 +1631,6 @@ const struct fuse_lowlevel_ops kvt_fuse_ops = {
 	.readdirplus = op_readdirplus,
 	.releasedir = op_releasedir,
 	.statfs = op_statfs,
-	.access = op_access,
 	.setxattr = kvt_op_setxattr,
 	.getxattr = kvt_op_getxattr,
 	.listxattr = kvt_op_listxattr,

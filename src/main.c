@@ -234,9 +234,15 @@ int main(int argc, char **argv)
 	 * reply and three more pages, and an unprivileged pipe holds at most
 	 * 1 MiB (fs.pipe-max-size); reads a little under 1 MiB keep every
 	 * reply of object bytes zero-copy. */
-	o.fuse_opts = g_string_new("default_permissions,subtype=kvtierfs,fsname=kvtierfs,"
+	o.fuse_opts = g_string_new("subtype=kvtierfs,fsname=kvtierfs,"
 				   "max_read=" G_STRINGIFY(KVT_MAX_READ));
 	parse_o(&o);
+	/* Without allow_other only the mounting user reaches the files, and
+	 * the kernel's own permission checks would cost a round trip to the
+	 * daemon on every access() after a directory changed.  With it, the
+	 * kernel checks every access. */
+	if (strstr(o.fuse_opts->str, ",allow_other"))
+		g_string_append(o.fuse_opts, ",default_permissions");
 	if (o.debug)
 		o.foreground = TRUE;
 	kvt_log_init(o.debug);
