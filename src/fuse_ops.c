@@ -290,10 +290,13 @@ out:
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	/* O_TRUNC arrives with open, so truncation is part of the new
-	 * version instead of a separate, visible step. */
-	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
-		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* No atomic O_TRUNC: with it the kernel sets its size of the file to
+	 * 0 at the open and lets it follow the writer, and every reader of
+	 * the published version sees that size (LMCache rewrites in place).
+	 * Without it O_TRUNC arrives as a SETATTR of size 0 on the new
+	 * handle, which starts the handle's own version (set_size), and the
+	 * size the kernel keeps is the published one. */
+	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	if (conn->capable & FUSE_CAP_ASYNC_DIO)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
@@ -1062,17 +1065,36 @@ static void op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 static int set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 		    struct kvt_handle *h)
 {
-	struct kvt_stage *st;
-	bool publish;
+	struct kvt_stage *st = NULL;
+	bool publish, ref_inode = false;
 	int ret;
 
-	ret = writer_stage(fs, ino, h, &st);
-	if (ret < 0)
-		return ret;
-	ret = kvt_stage_truncate(st, size);
-	put_stage(fs, st);
-	if (ret < 0)
-		return ret;
+	if (size == 0) {
+		/* O_TRUNC (see op_init): a version of its own, from
+		 * nothing. */
+		g_mutex_lock(&ino->lock);
+		ret = inode_begin_write(fs, ino, true, &ref_inode, &st);
+		if (ret == 0 && h) {
+			if (h->wstage)
+				kvt_stage_put(fs->store, h->wstage);
+			h->wstage = g_steal_pointer(&st);
+		}
+		g_mutex_unlock(&ino->lock);
+		if (st)
+			kvt_stage_put(fs->store, st);
+		if (ref_inode)
+			kvt_inode_ref(ino);
+		if (ret < 0)
+			return ret;
+	} else {
+		ret = writer_stage(fs, ino, h, &st);
+		if (ret < 0)
+			return ret;
+		ret = kvt_stage_truncate(st, size);
+		put_stage(fs, st);
+		if (ret < 0)
+			return ret;
+	}
 	g_mutex_lock(&ino->lock);
 	publish = !h && ino->writers == 0;
 	g_mutex_unlock(&ino->lock);
