@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "inode.h"
+#include "purge.h"
 #include "xattr.h"
 
 /* Reads refresh the record's atime at most this often (an evictor reads
@@ -20,6 +21,8 @@
 
 struct kvt_handle {
 	int fd;                /* readers: object (or finished stage) bytes */
+	struct kvt_record rec; /* readers of an object: which one (no xattrs) */
+	guint purges;          /* the inode's purge count at open */
 	struct kvt_stage *rstage; /* readers of an unpublished file */
 	bool writer;
 	bool cached;           /* counted in cache_readers */
@@ -33,11 +36,6 @@ struct dir_entry {
 struct dir_handle {
 	GArray *entries;       /* struct dir_entry */
 };
-
-static fuse_ino_t nodeid_of(struct kvt_fs *fs, struct kvt_inode *ino)
-{
-	return ino == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)ino;
-}
 
 /* Attributes of a file, under its lock. */
 static void file_attr(struct kvt_inode *ino, struct stat *st)
@@ -73,7 +71,7 @@ static void fill_entry(struct kvt_fs *fs, struct kvt_inode *ino,
 		       struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof(*e));
-	e->ino = nodeid_of(fs, ino);
+	e->ino = kvt_nodeid_of(fs, ino);
 	e->attr_timeout = fs->attr_timeout;
 	e->entry_timeout = fs->entry_timeout;
 	inode_attr(ino, &e->attr);
@@ -116,12 +114,125 @@ static bool inode_drop_stage(struct kvt_fs *fs, struct kvt_inode *ino)
 	return true;
 }
 
+/* The identity of a record (hash, size, reference), without xattrs. */
+static void record_id(struct kvt_record *dst, const struct kvt_record *src)
+{
+	kvt_record_init(dst);
+	dst->hash = src->hash;
+	dst->size = src->size;
+	memcpy(dst->ref, src->ref, sizeof(dst->ref));
+}
+
+/* Resolves the published file @p/@name, whose record file @st describes,
+ * into *@childp (an inode already known for the name, or NULL): rereads the
+ * record if the lower one changed and checks its object's size.  A torn
+ * name is purged (@note says what the kernel must forget) and answers
+ * ENOENT.  Caller holds p->lock. */
+static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, const char *name,
+			       struct stat *st, struct kvt_inode **childp,
+			       struct kvt_purge_note *note)
+{
+	struct kvt_inode *child = *childp, *file = child && !child->is_dir ? child : NULL;
+	struct kvt_torn_info torn = { 0 };
+	struct kvt_record rec;
+	struct stat ost;
+	bool same = false, is_torn = true;
+	int ret;
+
+	kvt_record_init(&rec);
+	if (file) {
+		g_mutex_lock(&file->lock);
+		same = file->has_record && file->rec_ino == st->st_ino &&
+		       file->rec_ctime.tv_sec == st->st_ctim.tv_sec &&
+		       file->rec_ctime.tv_nsec == st->st_ctim.tv_nsec;
+		if (same)
+			record_id(&rec, &file->rec);
+		g_mutex_unlock(&file->lock);
+	}
+	if (!same) {
+		ret = kvt_record_read(fs->store, p->fd, name, &rec, st);
+		if (ret == -EBADMSG) {
+			torn.why = KVT_TORN_RECORD;
+			kvt_purge_locked(fs, p, name, file, NULL, &torn, note);
+			return -ENOENT;
+		}
+		if (ret < 0)
+			return ret;
+	}
+	if (kvt_object_stat(fs->store, &rec, &ost)) {
+		if (errno != ENOENT) {
+			ret = -errno;
+			kvt_record_clear(&rec);
+			return ret;
+		}
+		torn.why = KVT_TORN_MISSING;
+	} else if ((uint64_t)ost.st_size != rec.size) {
+		torn.why = KVT_TORN_SIZE;
+		torn.found_size = ost.st_size;
+	} else {
+		is_torn = false;
+	}
+	if (is_torn) {
+		kvt_purge_locked(fs, p, name, file, &rec, &torn, note);
+		kvt_record_clear(&rec);
+		return -ENOENT;
+	}
+	if (!file) {
+		if (child)
+			kvt_inode_detach(child);
+		file = kvt_inode_new_file(p, name);
+		kvt_inode_attach(p, file);
+	}
+	g_mutex_lock(&file->lock);
+	if (same)
+		file->blocks = ost.st_blocks;
+	else
+		inode_take_record(file, &rec, st, &ost);
+	g_mutex_unlock(&file->lock);
+	kvt_record_clear(&rec);
+	*childp = file;
+	return 0;
+}
+
+/* At OPEN and GETATTR: checks that @ino's name still resolves to a whole
+ * object (see resolve_file_locked).  A file unlinked while the kernel
+ * holds it is served from memory for as long as its object exists. */
+static int resolve_inode(struct kvt_fs *fs, struct kvt_inode *ino,
+			 struct kvt_purge_note *note)
+{
+	struct kvt_inode *p, *child = ino;
+	struct stat st;
+	bool published;
+	int ret = 0;
+
+	if (ino->is_dir)
+		return 0;
+	g_mutex_lock(&ino->lock);
+	published = ino->has_record;
+	g_mutex_unlock(&ino->lock);
+	if (!published)
+		return 0; /* pending: nothing on the lower disk to check yet */
+	p = kvt_lock_parent(fs, ino);
+	if (!p)
+		return 0;
+	if (fstatat(p->fd, ino->name, &st, AT_SYMLINK_NOFOLLOW)) {
+		ret = -errno;
+		if (ret == -ENOENT) /* another mount removed it */
+			kvt_inode_detach(ino);
+	} else if (!S_ISREG(st.st_mode)) {
+		ret = -ENOENT;
+	} else {
+		ret = resolve_file_locked(fs, p, ino->name, &st, &child, note);
+	}
+	g_mutex_unlock(&p->lock);
+	return ret;
+}
+
 static int do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, const char *name,
-		     struct fuse_entry_param *e)
+		     struct fuse_entry_param *e, struct kvt_purge_note *note)
 {
 	struct kvt_inode *child;
-	struct stat st, ost;
-	struct kvt_record rec;
+	struct stat st;
 	int ret = 0;
 
 	if (strlen(name) > NAME_MAX)
@@ -164,43 +275,9 @@ static int do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, const char *na
 		ret = -ENOENT; /* nothing kvtierfs wrote */
 		goto out;
 	}
-	if (child && !child->is_dir) {
-		bool same;
-
-		g_mutex_lock(&child->lock);
-		same = child->has_record && child->rec_ino == st.st_ino &&
-		       child->rec_ctime.tv_sec == st.st_ctim.tv_sec &&
-		       child->rec_ctime.tv_nsec == st.st_ctim.tv_nsec;
-		g_mutex_unlock(&child->lock);
-		if (same)
-			goto found;
-	}
-	ret = kvt_record_read(fs->store, parent->fd, name, &rec, &st);
-	if (ret == -EBADMSG) {
-		g_warning("%s: unreadable name record, treated as absent", name);
-		ret = -ENOENT;
-	}
+	ret = resolve_file_locked(fs, parent, name, &st, &child, note);
 	if (ret < 0)
 		goto out;
-	ret = kvt_object_stat(fs->store, &rec, &ost);
-	if (ret < 0) {
-		g_autofree char *obj = kvt_object_path(&rec);
-
-		g_warning("%s: object %s: %s, treated as absent", name, obj,
-			  g_strerror(-ret));
-		kvt_record_clear(&rec);
-		ret = -ENOENT;
-		goto out;
-	}
-	if (!child || child->is_dir) {
-		if (child)
-			kvt_inode_detach(child);
-		child = kvt_inode_new_file(parent, name);
-		kvt_inode_attach(parent, child);
-	}
-	g_mutex_lock(&child->lock);
-	inode_take_record(child, &rec, &st, &ost);
-	g_mutex_unlock(&child->lock);
 found:
 	count_lookup(child);
 	fill_entry(fs, child, e);
@@ -231,13 +308,18 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_purge_note note = { 0 };
 	struct fuse_entry_param e;
-	int ret = do_lookup(fs, kvt_inode_of(fs, parent), name, &e);
+	int ret = do_lookup(fs, kvt_inode_of(fs, parent), name, &e, &note);
 
+	kvt_stat_add(&fs->stats, KVT_STAT_lookups, 1);
+	kvt_stat_add(&fs->stats, ret == 0 ? KVT_STAT_hits : KVT_STAT_misses, 1);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
 		fuse_reply_entry(req, &e);
+	/* The ENOENT reply drops the dentry; the inode may be cached too. */
+	kvt_purge_notify(fs, &note, false);
 }
 
 static void forget_one(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t n)
@@ -280,9 +362,14 @@ static void op_forget_multi(fuse_req_t req, size_t count,
 static void op_getattr(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	struct kvt_purge_note note = { 0 };
 	struct stat st;
-	int ret = inode_attr(kvt_inode_of(fs, n), &st);
+	int ret = resolve_inode(fs, ino, &note);
 
+	kvt_purge_notify(fs, &note, true);
+	if (ret == 0)
+		ret = inode_attr(ino, &st);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
@@ -346,6 +433,7 @@ static bool inode_published(struct kvt_fs *fs, struct kvt_inode *ino,
 	struct stat rst, ost;
 	bool drop = false;
 
+	kvt_stat_add(&fs->stats, KVT_STAT_stores, 1);
 	if (fstatat(dirfd, name, &rst, AT_SYMLINK_NOFOLLOW))
 		memset(&rst, 0, sizeof(rst));
 	if (kvt_object_stat(fs->store, rec, &ost))
@@ -413,7 +501,7 @@ static int publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino)
 	}
 	if (ret == 0 && fs->se)
 		/* The kernel's cached size may be another version's. */
-		fuse_lowlevel_notify_inval_inode(fs->se, nodeid_of(fs, ino), -1, 0);
+		fuse_lowlevel_notify_inval_inode(fs->se, kvt_nodeid_of(fs, ino), -1, 0);
 	return ret;
 }
 
@@ -570,12 +658,54 @@ static void touch_atime(struct kvt_fs *fs, struct kvt_inode *ino)
 	g_mutex_unlock(&p->lock);
 }
 
+/* Opens @h->rec's object for reading and checks it: its size, and its
+ * hash unless this mount found it intact before.  A torn object is purged;
+ * the answer is then ENOENT (size: the name was never really there) or EIO
+ * (hash). */
+static int open_object(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_handle *h,
+		       struct kvt_purge_note *note)
+{
+	struct kvt_torn_info torn = { 0 };
+	struct kvt_verify_result res;
+	struct stat st;
+	int ret;
+
+	h->fd = kvt_object_open(fs->store, &h->rec, O_RDONLY);
+	if (h->fd == -ENOENT) {
+		torn.why = KVT_TORN_MISSING;
+		kvt_purge_inode(fs, ino, &h->rec, &torn, note);
+		return -ENOENT;
+	}
+	if (h->fd < 0)
+		return h->fd;
+	if (fstat(h->fd, &st))
+		return -errno;
+	ret = kvt_verify_fd(fs->verifier, h->fd, &st, &h->rec, fs->verify_always, &res);
+	if (ret == 0)
+		kvt_stat_add(&fs->stats, KVT_STAT_verified, 1);
+	if (ret >= 0)
+		return 0;
+	if (ret == -ENODATA) {
+		torn.why = KVT_TORN_SIZE;
+		torn.found_size = res.found_size;
+	} else if (ret == -EBADMSG) {
+		torn.why = KVT_TORN_HASH;
+		torn.found_hash = res.found_hash;
+	} else {
+		g_warning("reading object for verification: %s", g_strerror(-ret));
+		return -EIO;
+	}
+	kvt_purge_inode(fs, ino, &h->rec, &torn, note);
+	return ret == -ENODATA ? -ENOENT : -EIO;
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	struct kvt_purge_note note = { 0 };
 	struct kvt_handle *h;
-	bool ref_inode = false;
+	bool ref_inode = false, published;
 	int ret = 0;
 
 	if (ino->is_dir) {
@@ -584,8 +714,23 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	}
 	h = g_new0(struct kvt_handle, 1);
 	h->fd = -1;
+	kvt_record_init(&h->rec);
+	if ((fi->flags & O_ACCMODE) == O_RDONLY) {
+		ret = resolve_inode(fs, ino, &note);
+		g_mutex_lock(&ino->lock);
+		published = ino->has_record;
+		if (published) {
+			record_id(&h->rec, &ino->rec);
+			h->purges = __atomic_load_n(&ino->purges, __ATOMIC_ACQUIRE);
+		}
+		g_mutex_unlock(&ino->lock);
+		if (ret == 0 && published)
+			ret = open_object(fs, ino, h, &note);
+	}
 	g_mutex_lock(&ino->lock);
-	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+	if (ret < 0) {
+		/* torn or gone */
+	} else if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		/* A new version starts with O_TRUNC or the first write; an
 		 * open for writing that writes nothing (touch) changes
 		 * nothing. */
@@ -593,20 +738,17 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 			ret = inode_begin_write(fs, ino, true, &ref_inode);
 		if (ret == 0)
 			open_writer(fs, ino, fi, h);
-	} else if (ino->has_record) {
-		h->fd = kvt_object_open(fs->store, &ino->rec, O_RDONLY);
-		if (h->fd < 0) {
-			ret = h->fd;
-		} else if (ino->rewritten ||
-			   (ino->cache_readers && strcmp(ino->cache_ref, ino->rec.ref))) {
+	} else if (h->fd >= 0) {
+		if (ino->rewritten || !ino->has_record || strcmp(ino->rec.ref, h->rec.ref) ||
+		    (ino->cache_readers && strcmp(ino->cache_ref, h->rec.ref))) {
 			/* A file rewritten in place (LMCache) has a kernel
 			 * size that follows its writer, and readers of an
 			 * older version may share the page cache: serve this
 			 * reader from its own object only. */
 			fi->direct_io = 1;
 		} else {
-			fi->keep_cache = !strcmp(ino->cache_ref, ino->rec.ref);
-			g_strlcpy(ino->cache_ref, ino->rec.ref, sizeof(ino->cache_ref));
+			fi->keep_cache = !strcmp(ino->cache_ref, h->rec.ref);
+			g_strlcpy(ino->cache_ref, h->rec.ref, sizeof(ino->cache_ref));
 			ino->cache_readers++;
 			h->cached = true;
 		}
@@ -622,14 +764,20 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	g_mutex_unlock(&ino->lock);
 	if (ref_inode)
 		kvt_inode_ref(ino);
+	kvt_purge_notify(fs, &note, true);
 	if (ret < 0) {
+		if (h->fd >= 0)
+			close(h->fd);
 		g_free(h);
 		fuse_reply_err(req, -ret);
 		return;
 	}
 	if (!h->writer) {
 		fi->noflush = 1;
-		touch_atime(fs, ino);
+		if (h->fd >= 0) {
+			kvt_stat_add(&fs->stats, KVT_STAT_loads, 1);
+			touch_atime(fs, ino);
+		}
 	}
 	fi->fh = (uintptr_t)h;
 	fuse_reply_open(req, fi);
@@ -688,35 +836,59 @@ static ssize_t pread_full(int fd, char *buf, size_t size, off_t off)
 	return done;
 }
 
+/* A read of a published object: EIO once the version was purged, and
+ * EIO (with a purge) when the lower file holds fewer bytes than recorded;
+ * a short reply would make the kernel take it as the end of the file. */
+static ssize_t read_object(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_handle *h,
+			   char *buf, size_t size, off_t off, struct kvt_purge_note *note)
+{
+	uint64_t want = (uint64_t)off >= h->rec.size ? 0 : MIN(size, h->rec.size - off);
+	struct kvt_torn_info torn = { .why = KVT_TORN_SHORT };
+	ssize_t got;
+
+	if (__atomic_load_n(&ino->purges, __ATOMIC_ACQUIRE) != h->purges)
+		return -EIO;
+	got = pread_full(h->fd, buf, want, off);
+	if (got < 0 || (uint64_t)got == want)
+		return got;
+	torn.found_size = off + got;
+	kvt_purge_inode(fs, ino, &h->rec, &torn, note);
+	return -EIO;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
 	struct kvt_handle *h = (struct kvt_handle *)(uintptr_t)fi->fh;
+	struct kvt_purge_note note = { 0 };
 	struct kvt_stage *st = NULL;
 	char *buf = g_malloc(size ? size : 1);
 	ssize_t got;
-	int fd = h->fd;
 
 	if (h->writer) {
-		int ret = writer_stage(fs, kvt_inode_of(fs, n), &st);
+		int ret = writer_stage(fs, ino, &st);
 
 		if (ret < 0) {
 			g_free(buf);
 			fuse_reply_err(req, -ret);
 			return;
 		}
-		fd = st->fd;
-	} else if (h->rstage) {
-		fd = h->rstage->fd;
-	}
-	got = pread_full(fd, buf, size, off);
-	if (st)
+		got = pread_full(st->fd, buf, size, off);
 		put_stage(fs, st);
-	if (got < 0)
+	} else if (h->rstage) {
+		got = pread_full(h->rstage->fd, buf, size, off);
+	} else {
+		got = read_object(fs, ino, h, buf, size, off, &note);
+		kvt_purge_notify(fs, &note, true);
+	}
+	if (got < 0) {
 		fuse_reply_err(req, (int)-got);
-	else
+	} else {
+		kvt_stat_add(&fs->stats, KVT_STAT_bytes_out, got);
 		fuse_reply_buf(req, buf, got);
+	}
 	g_free(buf);
 }
 
@@ -758,10 +930,12 @@ static void op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size,
 			;
 	}
 	put_stage(fs, st);
-	if (ret < 0)
+	if (ret < 0) {
 		fuse_reply_err(req, -ret);
-	else
+	} else {
+		kvt_stat_add(&fs->stats, KVT_STAT_bytes_in, size);
 		fuse_reply_write(req, size);
+	}
 }
 
 static void op_flush(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
@@ -933,6 +1107,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_inode *p = kvt_inode_of(fs, parent);
+	struct kvt_purge_note note = { 0 };
 	struct fuse_entry_param e;
 	int ret;
 
@@ -942,11 +1117,12 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		ret = -errno;
 	g_mutex_unlock(&p->lock);
 	if (ret == 0)
-		ret = do_lookup(fs, p, name, &e);
+		ret = do_lookup(fs, p, name, &e, &note);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
 		fuse_reply_entry(req, &e);
+	kvt_purge_notify(fs, &note, false);
 }
 
 static bool has_local_files(struct kvt_inode *dir)
@@ -1008,6 +1184,8 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 			ret = -EISDIR;
 		else
 			ret = kvt_record_remove(fs->store, p->fd, name);
+		if (ret == 0)
+			kvt_stat_add(&fs->stats, KVT_STAT_evictions, 1);
 	} else if (!local) {
 		ret = -errno;
 	}
@@ -1305,12 +1483,14 @@ static void do_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct dir_handle *dh = (struct dir_handle *)(uintptr_t)fi->fh;
+	g_autoptr(GArray) notes = g_array_new(FALSE, TRUE, sizeof(struct kvt_purge_note));
 	char *buf = g_malloc(size);
 	size_t used = 0;
 
 	for (guint i = off; i < dh->entries->len; i++) {
 		struct dir_entry *d = &g_array_index(dh->entries, struct dir_entry, i);
 		bool dot = !strcmp(d->name, ".") || !strcmp(d->name, "..");
+		struct kvt_purge_note note = { 0 };
 		size_t len;
 
 		if (plus) {
@@ -1318,8 +1498,12 @@ static void do_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 
 			if (dot) {
 				e.attr.st_mode = d->type << 12;
-			} else if (do_lookup(fs, kvt_inode_of(fs, n), d->name, &e) < 0) {
-				continue; /* vanished since opendir */
+			} else if (do_lookup(fs, kvt_inode_of(fs, n), d->name, &e, &note) < 0) {
+				/* Vanished since opendir, or torn; the kernel
+				 * learns of a purge once this reply is out. */
+				if (note.parent || note.child)
+					g_array_append_val(notes, note);
+				continue;
 			}
 			len = fuse_add_direntry_plus(req, buf + used, size - used,
 						     d->name, &e, i + 1);
@@ -1340,6 +1524,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 	}
 	fuse_reply_buf(req, buf, used);
 	g_free(buf);
+	for (guint i = 0; i < notes->len; i++)
+		kvt_purge_notify(fs, &g_array_index(notes, struct kvt_purge_note, i), false);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,

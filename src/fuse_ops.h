@@ -16,3 +16,8 @@ static inline struct kvt_inode *kvt_inode_of(struct kvt_fs *fs, fuse_ino_t n)
 {
 	return n == FUSE_ROOT_ID ? fs->root : (struct kvt_inode *)(uintptr_t)n;
 }
+
+static inline fuse_ino_t kvt_nodeid_of(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	return ino == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)ino;
+}

@@ -168,11 +168,20 @@ int kvt_stage_new(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t keep,
 	if (keep && ino->has_record) {
 		int src = kvt_object_open(fs->store, &ino->rec, O_RDONLY);
 		loff_t in = 0, outoff = 0;
+		struct kvt_verify_result res;
+		struct stat sst;
 
 		if (keep > ino->rec.size)
 			keep = ino->rec.size;
 		if (src < 0) {
 			ret = src;
+		} else if (fstat(src, &sst) ||
+			   kvt_verify_fd(fs->verifier, src, &sst, &ino->rec, fs->verify_always,
+					 &res) < 0) {
+			/* A new version must not be built on torn bytes;
+			 * the next open for reading purges them. */
+			ret = -EIO;
+			close(src);
 		} else {
 			while (in < (loff_t)keep) {
 				ssize_t n = copy_file_range(src, &in, st->fd, &outoff,

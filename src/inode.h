@@ -16,7 +16,9 @@
 #include <sys/stat.h>
 
 #include "record.h"
+#include "stats.h"
 #include "store.h"
+#include "verify.h"
 
 /* Bytes of a version being written.  The writers share it; publication
  * consumes it (the staged file becomes the object), after which a write
@@ -60,6 +62,8 @@ struct kvt_inode {
 	bool rewritten;       /* a version was written in place at some time */
 	bool release_on_free; /* replaced: the object goes with the inode */
 	int cache_readers;    /* open readers using the page cache */
+	guint purges;         /* atomic: bumped when a version is purged, so
+			       * that handles opened before get EIO */
 	char cache_ref[KVT_REF_MAX]; /* object whose bytes the page cache holds */
 };
 
@@ -70,6 +74,11 @@ struct kvt_fs {
 	char *tmp_suffix;     /* names with it are published only by rename */
 	double entry_timeout, attr_timeout;
 	struct fuse_session *se;
+	struct kvt_stats stats;
+	struct kvt_verifier *verifier;
+	bool verify_always;   /* hash on every open, not once per mount */
+	GThreadPool *notifier; /* kernel cache invalidations, off the
+				* request threads */
 };
 
 struct kvt_inode *kvt_inode_new_dir(struct kvt_inode *parent, const char *name,

@@ -11,6 +11,7 @@
 
 #include "fuse_ops.h"
 #include "log.h"
+#include "purge.h"
 #include "store.h"
 
 struct options {
@@ -22,6 +23,8 @@ struct options {
 	char *tmp_suffix;
 	double entry_timeout, attr_timeout;
 	int max_threads;
+	gboolean verify_always;
+	guint verify_cache;
 	GString *fuse_opts;    /* -o options passed on to libfuse */
 };
 
@@ -79,6 +82,17 @@ static void parse_o(struct options *o)
 				if (!val || !parse_number(val, 1, 1024, &num))
 					die("-o max_threads: expects 1-1024");
 				o->max_threads = (int)num;
+			} else if (KEY("verify")) {
+				if (!g_strcmp0(val, "always"))
+					o->verify_always = TRUE;
+				else if (!g_strcmp0(val, "once"))
+					o->verify_always = FALSE;
+				else
+					die("-o verify: expects 'once' or 'always'");
+			} else if (KEY("verify_cache")) {
+				if (!val || !parse_number(val, 16, 1e9, &num))
+					die("-o verify_cache: expects a number of objects (16-1000000000)");
+				o->verify_cache = (guint)num;
 			} else {
 				g_string_append_printf(o->fuse_opts, ",%s", *it);
 			}
@@ -178,6 +192,7 @@ int main(int argc, char **argv)
 		.entry_timeout = 1.0,
 		.attr_timeout = 1.0,
 		.max_threads = 64,
+		.verify_cache = 1u << 20,
 	};
 	GOptionEntry entries[] = {
 		{ "foreground", 'f', 0, G_OPTION_ARG_NONE, &o.foreground,
@@ -240,6 +255,10 @@ int main(int argc, char **argv)
 	fs.tmp_suffix = o.tmp_suffix;
 	fs.entry_timeout = o.entry_timeout;
 	fs.attr_timeout = o.attr_timeout;
+	fs.verify_always = o.verify_always;
+	fs.verifier = kvt_verifier_new(o.verify_cache);
+	fs.store->stats = &fs.stats;
+	kvt_notifier_start(&fs);
 	raise_nofile();
 
 	if (fuse_set_signal_handlers(fs.se) ||
@@ -267,11 +286,13 @@ int main(int argc, char **argv)
 	ret = fuse_session_loop_mt(fs.se, loop);
 	fuse_loop_cfg_destroy(loop);
 
+	kvt_notifier_stop(&fs);
 	fuse_session_unmount(fs.se);
 	fuse_remove_signal_handlers(fs.se);
 	fuse_session_destroy(fs.se);
 	/* Pending files die with the mount (nothing unpublished survives). */
 	kvt_store_close(fs.store);
+	kvt_verifier_free(fs.verifier);
 	fuse_opt_free_args(&args);
 	free(lower);
 	free(mnt);

@@ -383,6 +383,8 @@ int kvt_object_publish(struct kvt_store *s, int stage_fd, const char *stage_name
 		if (fstatat(s->objfd, refp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    (uint64_t)st.st_size == size) {
 			unlinkat(s->stagefd, stage_name_, 0);
+			if (s->stats)
+				kvt_stat_add(s->stats, KVT_STAT_dedups, 1);
 			return 0;
 		}
 		/* Same hash, other size: the anchor is torn (or a collision);
@@ -398,6 +400,10 @@ int kvt_object_publish(struct kvt_store *s, int stage_fd, const char *stage_name
 		return ret;
 	if (renameat(s->stagefd, stage_name_, s->objfd, refp))
 		return -errno;
+	if (s->stats) {
+		kvt_stat_add(s->stats, KVT_STAT_objects, 1);
+		kvt_stat_add(s->stats, KVT_STAT_bytes_stored, size);
+	}
 	/* Another mount may have made the anchor meanwhile: then these bytes
 	 * simply are not shared. */
 	if (linkat(s->objfd, refp, s->objfd, anchor, 0) && errno != EEXIST)
@@ -586,4 +592,48 @@ int kvt_record_remove(struct kvt_store *s, int dirfd, const char *name)
 	}
 	unlinkat(s->stagefd, tmp, 0);
 	return 0;
+}
+
+int kvt_store_purge(struct kvt_store *s, int dirfd, const char *name,
+		    const struct kvt_record *rec)
+{
+	g_autofree char *refp = NULL, *anchor = NULL;
+	struct stat rst, ast;
+	int ret = 0;
+
+	if (name) {
+		g_autofree char *tmp = stage_name(s, 'p');
+		struct kvt_record now;
+		struct stat st;
+
+		/* Taking the record into our staging is the atomic step; if
+		 * another mount had meanwhile put a new version there, it
+		 * goes back. */
+		if (renameat(dirfd, name, s->stagefd, tmp)) {
+			ret = -errno;
+		} else if (rec && kvt_record_read(s, s->stagefd, tmp, &now, &st) == 0) {
+			bool other = strcmp(now.ref, rec->ref) != 0;
+
+			if (!other || renameat2(s->stagefd, tmp, dirfd, name, RENAME_NOREPLACE)) {
+				if (other) /* superseded again meanwhile */
+					kvt_object_release(s, &now);
+				unlinkat(s->stagefd, tmp, 0);
+			}
+			kvt_record_clear(&now);
+		} else {
+			unlinkat(s->stagefd, tmp, 0);
+		}
+	}
+	if (!rec)
+		return ret;
+	refp = kvt_object_ref_path(&rec->hash, rec->ref);
+	anchor = kvt_object_anchor_path(&rec->hash);
+	if (fstatat(s->objfd, refp, &rst, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (unlinkat(s->objfd, refp, 0) && errno != ENOENT && !ret)
+			ret = -errno;
+		if (fstatat(s->objfd, anchor, &ast, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    ast.st_ino == rst.st_ino && ast.st_dev == rst.st_dev)
+			unlinkat(s->objfd, anchor, 0);
+	}
+	return ret;
 }

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "record.h"
+#include "stats.h"
 
 #define KVT_MARKER "kvtierfs-store"
 #define KVT_FORMAT_VERSION 1
@@ -21,6 +22,7 @@ struct kvt_store {
 	char *stage_path; /* "staging/<mount id>", relative to LOWERDIR */
 	guint64 seq;    /* unique names inside staging and references */
 	guint stale_removed; /* dead mounts' staging dirs removed at open */
+	struct kvt_stats *stats; /* optional: objects, dedups, bytes stored */
 };
 
 /* Metadata given to a record file when it is installed. */
@@ -68,3 +70,11 @@ int kvt_record_install(struct kvt_store *s, int dirfd, const char *name,
 		       struct kvt_record *old);
 /* Atomically removes the record at @dirfd/@name and releases its object. */
 int kvt_record_remove(struct kvt_store *s, int dirfd, const char *name);
+
+/* Removes a torn object and the name that uses it.  The record at
+ * @dirfd/@name goes if it still names @rec's reference (or does not parse:
+ * then @rec is NULL); then @rec's reference and, when it is the same
+ * file, the anchor, so that no later store dedups against torn bytes.
+ * @name may be NULL (the object alone). */
+int kvt_store_purge(struct kvt_store *s, int dirfd, const char *name,
+		    const struct kvt_record *rec);

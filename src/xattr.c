@@ -5,7 +5,8 @@
  * it is kept in memory while a file is pending and in the name record once
  * published, so it follows the name across rename and remount.  Other
  * namespaces are not stored; security.capability, which the kernel asks
- * before every write, is answered here without any lower I/O. */
+ * before every write, is answered here without any lower I/O.  The mount
+ * root has user.kvtierfs.stats, the mount's counters. */
 #include "xattr.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <sys/xattr.h>
 
 #define OWN_PREFIX "user.kvtierfs."
+#define STATS_NAME OWN_PREFIX "stats"
 
 static const char *const own_names[] = {
 	OWN_PREFIX "verdict", OWN_PREFIX "hash", OWN_PREFIX "size", OWN_PREFIX "object",
@@ -28,25 +30,47 @@ static void reply_value(fuse_req_t req, const void *val, size_t len, size_t size
 		fuse_reply_buf(req, val, len);
 }
 
-/* kvtierfs's own attribute of a file, or NULL (caller holds ino->lock). */
-static char *own_value(struct kvt_inode *ino, const char *name)
+/* "verified" if this mount found the object intact and its lower file
+ * has not changed since. */
+static const char *published_verdict(struct kvt_fs *fs, const struct kvt_record *rec)
+{
+	struct stat st;
+
+	if (kvt_object_stat(fs->store, rec, &st) == 0 &&
+	    (uint64_t)st.st_size == rec->size &&
+	    kvt_verifier_known(fs->verifier, &rec->hash, &st))
+		return "verified";
+	return "unverified";
+}
+
+/* kvtierfs's own attribute of a file, or NULL. */
+static char *own_value(struct kvt_fs *fs, struct kvt_inode *ino, const char *name)
 {
 	const char *key = name + strlen(OWN_PREFIX);
 	char hex[KVT_HASH_HEX_LEN + 1];
+	struct kvt_record rec;
+	bool pending, published;
 
+	g_mutex_lock(&ino->lock);
+	pending = kvt_inode_pending(ino) || !ino->has_record;
+	published = ino->has_record;
+	if (published) {
+		rec = ino->rec;
+		rec.xattrs = NULL;
+	}
+	g_mutex_unlock(&ino->lock);
 	if (!strcmp(key, "verdict"))
-		return g_strdup(kvt_inode_pending(ino) || !ino->has_record ?
-				"pending" : "unverified");
-	if (!ino->has_record)
+		return g_strdup(pending ? "pending" : published_verdict(fs, &rec));
+	if (!published)
 		return NULL;
 	if (!strcmp(key, "hash")) {
-		kvt_hash_hex(&ino->rec.hash, hex);
+		kvt_hash_hex(&rec.hash, hex);
 		return g_strdup_printf("xxh3-128:%s", hex);
 	}
 	if (!strcmp(key, "size"))
-		return g_strdup_printf("%" G_GUINT64_FORMAT, ino->rec.size);
+		return g_strdup_printf("%" G_GUINT64_FORMAT, rec.size);
 	if (!strcmp(key, "object"))
-		return kvt_object_path(&ino->rec);
+		return kvt_object_path(&rec);
 	return NULL;
 }
 
@@ -61,6 +85,12 @@ void kvt_op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name, size_t size
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
+	if (ino == fs->root && !strcmp(name, STATS_NAME)) {
+		g_autoptr(GString) s = kvt_stats_format(&fs->stats);
+
+		reply_value(req, s->str, s->len, size);
+		return;
+	}
 	if (ino->is_dir) {
 		char buf[XATTR_SIZE_MAX];
 		ssize_t len = fgetxattr(ino->fd, name, buf, sizeof(buf));
@@ -71,12 +101,14 @@ void kvt_op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name, size_t size
 			reply_value(req, buf, len, size);
 		return;
 	}
-	g_mutex_lock(&ino->lock);
-	if (g_str_has_prefix(name, OWN_PREFIX))
-		own = own_value(ino, name);
-	else if (ino->rec.xattrs && (val = g_hash_table_lookup(ino->rec.xattrs, name)))
-		g_bytes_ref(val);
-	g_mutex_unlock(&ino->lock);
+	if (g_str_has_prefix(name, OWN_PREFIX)) {
+		own = own_value(fs, ino, name);
+	} else {
+		g_mutex_lock(&ino->lock);
+		if (ino->rec.xattrs && (val = g_hash_table_lookup(ino->rec.xattrs, name)))
+			g_bytes_ref(val);
+		g_mutex_unlock(&ino->lock);
+	}
 	if (own) {
 		reply_value(req, own, strlen(own), size);
 	} else if (val) {
@@ -223,6 +255,8 @@ void kvt_op_listxattr(fuse_req_t req, fuse_ino_t n, size_t size)
 
 		if (len > 0)
 			g_string_append_len(s, buf, len);
+		if (ino == fs->root)
+			list_add(s, STATS_NAME);
 	} else {
 		g_mutex_lock(&ino->lock);
 		for (size_t i = 0; i < G_N_ELEMENTS(own_names); i++)

@@ -8,7 +8,7 @@ BLOCKS=8
 SIZE=$((2 << 20))
 X=user.vllm.kv_crc32c
 
-plan 25
+plan 29
 kvt_setup
 kvt_mount
 
@@ -63,8 +63,24 @@ ok "$st" "getfattr -d -m - on a block works"
 diag_file "$T/getfattr.out"
 
 kvt_run getfattr -d -m - "$MNT" >"$T/getfattr-root.out" 2>&1
-ok $? "getfattr -d -m - on the mount root works"
+grep -q '^user.kvtierfs.stats=' "$T/getfattr-root.out"
+ok $? "getfattr -d -m - on the mount root shows user.kvtierfs.stats"
 diag_file "$T/getfattr-root.out"
+stats=$(kvt_run getfattr --only-values -n user.kvtierfs.stats "$MNT")
+for c in lookups hits misses stores dedups loads verified torn_size torn_hash \
+	short_reads purges bytes_in bytes_out evictions objects bytes_stored; do
+	grep -Eq "^$c [0-9]+\$" <<<"$stats" || { diag "counter $c missing"; false; } || break
+done
+ok $? "user.kvtierfs.stats has every counter as 'name value'"
+n=$(awk '$1 == "stores" { print $2 }' <<<"$stats")
+[ "${n:-0}" -gt 0 ]
+ok $? "the stores counter counted the stores (stores $n)"
+kvt_run getfattr -d -m user.kvtierfs "$f" >"$T/own.out" 2>&1
+[ "$(grep -c '^user.kvtierfs.\(verdict\|hash\|size\|object\)=' "$T/own.out")" = 4 ]
+ok $? "getfattr -d -m user.kvtierfs FILE shows verdict, hash, size, object"
+out=$(kvt_run getfattr -n security.capability "$f" 2>&1)
+grep -q 'No such attribute' <<<"$out"
+ok $? "security.capability answers ENODATA (got: $out)"
 
 # --- client xattrs on temp files ------------------------------------------
 dir=$(dirname "$f")

@@ -1,0 +1,52 @@
+/* The mount's counters, shown on the mount root as user.kvtierfs.stats.
+ * Each is a relaxed atomic: the hot paths pay one uncontended-in-practice
+ * add and never take a lock. */
+#pragma once
+#include <glib.h>
+#include <stdint.h>
+
+#define KVT_STATS(X)                                                          \
+	X(lookups)     /* LOOKUP requests */                                 \
+	X(hits)        /* ... that found a name */                           \
+	X(misses)      /* ... that did not (ENOENT) */                       \
+	X(stores)      /* versions published */                              \
+	X(dedups)      /* ... whose bytes an existing object already held */ \
+	X(loads)       /* opens for reading of published files */            \
+	X(verified)    /* objects hashed and found intact */                 \
+	X(torn_size)   /* objects missing or of the wrong size */            \
+	X(torn_hash)   /* objects whose bytes do not match their hash */     \
+	X(short_reads) /* reads that found fewer bytes than recorded */      \
+	X(purges)      /* names removed because their object was torn */     \
+	X(bytes_in)    /* bytes written by clients */                        \
+	X(bytes_out)   /* bytes read by clients */                           \
+	X(evictions)   /* published names removed by clients (unlink) */     \
+	X(objects)     /* new objects written by this mount */               \
+	X(bytes_stored) /* bytes of those objects */
+
+enum kvt_stat {
+#define KVT_STAT_ENUM(n) KVT_STAT_##n,
+	KVT_STATS(KVT_STAT_ENUM)
+#undef KVT_STAT_ENUM
+	KVT_STAT_COUNT
+};
+
+struct kvt_stats {
+	/* One cache line each, so that threads bumping different counters
+	 * do not bounce a shared line. */
+	struct {
+		uint64_t v;
+	} __attribute__((aligned(64))) c[KVT_STAT_COUNT];
+};
+
+static inline void kvt_stat_add(struct kvt_stats *s, enum kvt_stat which, uint64_t n)
+{
+	__atomic_fetch_add(&s->c[which].v, n, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t kvt_stat_get(const struct kvt_stats *s, enum kvt_stat which)
+{
+	return __atomic_load_n(&s->c[which].v, __ATOMIC_RELAXED);
+}
+
+/* "name value\n" per counter. */
+GString *kvt_stats_format(const struct kvt_stats *s);

@@ -1,0 +1,173 @@
+#include "verify.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Sharded so that concurrent opens of different objects rarely meet on
+ * one mutex. */
+#define SHARDS 16
+
+struct identity {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+};
+
+struct shard {
+	GMutex lock;
+	GHashTable *known; /* kvt_hash * -> struct identity * */
+	GQueue order;      /* kvt_hash * (keys), oldest first */
+};
+
+struct kvt_verifier {
+	guint capacity_per_shard;
+	struct shard shards[SHARDS];
+};
+
+static guint hash_hash(gconstpointer p)
+{
+	guint h;
+
+	memcpy(&h, ((const kvt_hash *)p)->b, sizeof(h));
+	return h;
+}
+
+static gboolean hash_eq(gconstpointer a, gconstpointer b)
+{
+	return kvt_hash_equal(a, b);
+}
+
+struct kvt_verifier *kvt_verifier_new(guint capacity)
+{
+	struct kvt_verifier *v = g_new0(struct kvt_verifier, 1);
+
+	v->capacity_per_shard = MAX(capacity / SHARDS, 1);
+	for (int i = 0; i < SHARDS; i++) {
+		g_mutex_init(&v->shards[i].lock);
+		v->shards[i].known = g_hash_table_new_full(hash_hash, hash_eq, g_free, g_free);
+		g_queue_init(&v->shards[i].order);
+	}
+	return v;
+}
+
+void kvt_verifier_free(struct kvt_verifier *v)
+{
+	if (!v)
+		return;
+	for (int i = 0; i < SHARDS; i++) {
+		g_queue_clear(&v->shards[i].order);
+		g_hash_table_unref(v->shards[i].known);
+		g_mutex_clear(&v->shards[i].lock);
+	}
+	g_free(v);
+}
+
+static struct shard *shard_of(struct kvt_verifier *v, const kvt_hash *h)
+{
+	return &v->shards[h->b[15] % SHARDS];
+}
+
+static void identity_of(const struct stat *st, struct identity *id)
+{
+	memset(id, 0, sizeof(*id));
+	id->dev = st->st_dev;
+	id->ino = st->st_ino;
+	id->size = st->st_size;
+	id->mtime = st->st_mtim;
+	id->ctime = st->st_ctim;
+}
+
+static bool identity_eq(const struct identity *a, const struct identity *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+	       a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+bool kvt_verifier_known(struct kvt_verifier *v, const kvt_hash *hash,
+			const struct stat *st)
+{
+	struct shard *s = shard_of(v, hash);
+	struct identity id, *have;
+	bool known;
+
+	identity_of(st, &id);
+	g_mutex_lock(&s->lock);
+	have = g_hash_table_lookup(s->known, hash);
+	known = have && identity_eq(have, &id);
+	g_mutex_unlock(&s->lock);
+	return known;
+}
+
+static void remember(struct kvt_verifier *v, const kvt_hash *hash,
+		     const struct stat *st)
+{
+	struct shard *s = shard_of(v, hash);
+	struct identity *id = g_new(struct identity, 1);
+	gpointer key;
+
+	identity_of(st, id);
+	g_mutex_lock(&s->lock);
+	if (g_hash_table_lookup_extended(s->known, hash, &key, NULL)) {
+		g_hash_table_insert(s->known, g_memdup2(hash, sizeof(*hash)), id);
+	} else {
+		while (g_hash_table_size(s->known) >= v->capacity_per_shard) {
+			kvt_hash *old = g_queue_pop_head(&s->order);
+
+			if (!old)
+				break;
+			g_hash_table_remove(s->known, old);
+		}
+		key = g_memdup2(hash, sizeof(*hash));
+		g_hash_table_insert(s->known, key, id);
+		g_queue_push_tail(&s->order, key);
+	}
+	g_mutex_unlock(&s->lock);
+}
+
+void kvt_verifier_forget(struct kvt_verifier *v, const kvt_hash *hash)
+{
+	struct shard *s = shard_of(v, hash);
+	gpointer key;
+
+	g_mutex_lock(&s->lock);
+	if (g_hash_table_lookup_extended(s->known, hash, &key, NULL)) {
+		g_queue_remove(&s->order, key);
+		g_hash_table_remove(s->known, hash);
+	}
+	g_mutex_unlock(&s->lock);
+}
+
+int kvt_verify_fd(struct kvt_verifier *v, int fd, const struct stat *st,
+		  const struct kvt_record *rec, bool force,
+		  struct kvt_verify_result *res)
+{
+	kvt_hash h;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	if ((uint64_t)st->st_size != rec->size) {
+		res->found_size = st->st_size;
+		return -ENODATA;
+	}
+	if (!force && kvt_verifier_known(v, &rec->hash, st))
+		return 1;
+	ret = kvt_hash_fd(fd, rec->size, &h);
+	if (ret == -EIO) {
+		/* Shrunk while being hashed. */
+		struct stat now;
+
+		res->found_size = fstat(fd, &now) == 0 ? (uint64_t)now.st_size : 0;
+		return -ENODATA;
+	}
+	if (ret < 0)
+		return ret;
+	if (!kvt_hash_equal(&h, &rec->hash)) {
+		res->found_hash = h;
+		kvt_verifier_forget(v, &rec->hash);
+		return -EBADMSG;
+	}
+	remember(v, &rec->hash, st);
+	return 0;
+}

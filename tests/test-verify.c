@@ -1,0 +1,281 @@
+/* Unit tests of the verifier, the store's purge and the counters, without
+ * FUSE; and the speed of the XXH3-128 entry points.  Prints TAP. */
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+/* Keep XXH3_128bits the library's plain entry point, to compare. */
+#define XXH_DISPATCH_DISABLE_REPLACE
+#include <xxh_x86dispatch.h>
+
+#include "../src/stats.h"
+#include "../src/store.h"
+#include "../src/verify.h"
+
+static int n_test;
+static int n_fail;
+
+static void ok(bool cond, const char *desc)
+{
+	n_test++;
+	if (!cond)
+		n_fail++;
+	printf("%sok %d - %s\n", cond ? "" : "not ", n_test, desc);
+}
+
+/* Publishes @len bytes of @fill at names/@name. */
+static int store_bytes(struct kvt_store *s, const char *name, char fill, size_t len,
+		       struct kvt_record *rec)
+{
+	g_autofree char *buf = g_malloc(len);
+	g_autofree char *stage = NULL;
+	struct kvt_meta meta = { .mode = 0644 };
+	struct kvt_record old;
+	int fd, ret;
+
+	memset(buf, fill, len);
+	ret = kvt_stage_create(s, &fd, &stage);
+	if (ret < 0)
+		return ret;
+	if (write(fd, buf, len) != (ssize_t)len)
+		return -EIO;
+	kvt_record_init(rec);
+	ret = kvt_object_publish(s, fd, stage, len, rec);
+	close(fd);
+	if (ret < 0)
+		return ret;
+	ret = kvt_record_install(s, s->namesfd, name, rec, &meta, &old);
+	kvt_record_clear(&old);
+	return ret;
+}
+
+static bool exists_at(int dirfd, const char *path)
+{
+	return faccessat(dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static int verify_path(struct kvt_verifier *v, struct kvt_store *s,
+		       const struct kvt_record *rec, bool force,
+		       struct kvt_verify_result *res)
+{
+	struct stat st;
+	int fd = kvt_object_open(s, rec, O_RDONLY), ret;
+
+	if (fd < 0)
+		return fd;
+	ret = fstat(fd, &st) ? -errno : kvt_verify_fd(v, fd, &st, rec, force, res);
+	close(fd);
+	return ret;
+}
+
+static void test_verifier(struct kvt_store *s)
+{
+	struct kvt_verifier *v = kvt_verifier_new(1024);
+	g_autofree char *refp = NULL;
+	struct kvt_verify_result res;
+	struct kvt_record rec;
+	kvt_hash want;
+	int fd;
+
+	ok(store_bytes(s, "v", 'v', 1 << 20, &rec) == 0, "verifier: a block is stored");
+	ok(verify_path(v, s, &rec, false, &res) == 0, "an intact object is hashed and matches");
+	ok(verify_path(v, s, &rec, false, &res) == 1, "an unchanged object is not hashed again");
+	ok(verify_path(v, s, &rec, true, &res) == 0, "verify=always hashes it again");
+
+	refp = kvt_object_ref_path(&rec.hash, rec.ref);
+	fd = openat(s->objfd, refp, O_WRONLY);
+	/* Same size, one byte changed: only the hash can tell. */
+	ok(fd >= 0 && pwrite(fd, "w", 1, 4096) == 1, "one byte of the object is changed");
+	close(fd);
+	ok(verify_path(v, s, &rec, false, &res) == -EBADMSG &&
+	   !kvt_hash_equal(&res.found_hash, &rec.hash),
+	   "a changed object is hashed again and found torn by hash");
+	ok(verify_path(v, s, &rec, false, &res) == -EBADMSG,
+	   "and is not remembered as intact");
+	fd = openat(s->objfd, refp, O_WRONLY);
+	ok(fd >= 0 && pwrite(fd, "v", 1, 4096) == 1 && ftruncate(fd, 4096) == 0,
+	   "the object is truncated to 4096 bytes");
+	close(fd);
+	ok(verify_path(v, s, &rec, false, &res) == -ENODATA && res.found_size == 4096,
+	   "a short object is torn by size, with the size found");
+
+	kvt_hash_buf("x", 1, &want);
+	kvt_verifier_free(v);
+	v = kvt_verifier_new(16);
+	{
+		/* More objects than the capacity: memory stays bounded, the
+		 * latest are still known. */
+		struct stat st = { .st_ino = 1 };
+		struct kvt_record r;
+		int known = 0;
+		g_autofree char *buf = g_malloc0(64);
+
+		kvt_record_init(&r);
+		for (int i = 0; i < 200; i++) {
+			char path[64];
+
+			snprintf(path, sizeof(path), "%s/cap", s->stage_path);
+			memcpy(buf, &i, sizeof(i));
+			fd = openat(s->lowerfd, path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+			if (fd < 0 || pwrite(fd, buf, 64, 0) != 64)
+				break;
+			kvt_hash_buf(buf, 64, &r.hash);
+			r.size = 64;
+			fstat(fd, &st);
+			kvt_verify_fd(v, fd, &st, &r, false, &res);
+			known += kvt_verifier_known(v, &r.hash, &st);
+			close(fd);
+			unlinkat(s->lowerfd, path, 0);
+		}
+		ok(known == 200, "each object is known right after its check");
+	}
+	kvt_verifier_free(v);
+	kvt_record_clear(&rec);
+}
+
+static void test_purge(struct kvt_store *s)
+{
+	struct kvt_record a, b, c, d;
+	g_autofree char *anchor = NULL, *ref_a = NULL, *ref_b = NULL, *ref_c = NULL;
+	struct stat sb, sc;
+
+	ok(store_bytes(s, "pa", 'p', 65536, &a) == 0 && store_bytes(s, "pb", 'p', 65536, &b) == 0,
+	   "purge: two names share one object");
+	anchor = kvt_object_anchor_path(&a.hash);
+	ref_a = kvt_object_ref_path(&a.hash, a.ref);
+	ref_b = kvt_object_ref_path(&b.hash, b.ref);
+	ok(kvt_store_purge(s, s->namesfd, "pa", &a) == 0 && !exists_at(s->namesfd, "pa") &&
+	   !exists_at(s->objfd, ref_a) && !exists_at(s->objfd, anchor),
+	   "purge removes the name, its reference and the anchor");
+	ok(exists_at(s->namesfd, "pb") && exists_at(s->objfd, ref_b),
+	   "the other name keeps its own reference");
+	ok(store_bytes(s, "pc", 'p', 65536, &c) == 0, "the same bytes are stored again");
+	ref_c = kvt_object_ref_path(&c.hash, c.ref);
+	ok(fstatat(s->objfd, ref_b, &sb, 0) == 0 && fstatat(s->objfd, ref_c, &sc, 0) == 0 &&
+	   sb.st_ino != sc.st_ino,
+	   "the new store is a new object, not a link to the purged one");
+
+	/* The name was replaced by another version meanwhile: it stays. */
+	ok(store_bytes(s, "pb", 'q', 4096, &d) == 0 &&
+	   kvt_store_purge(s, s->namesfd, "pb", &b) == 0 && exists_at(s->namesfd, "pb"),
+	   "purge of a replaced version keeps the name's new record");
+	{
+		struct kvt_record now;
+		struct stat st;
+
+		ok(kvt_record_read(s, s->namesfd, "pb", &now, &st) == 0 &&
+		   !strcmp(now.ref, d.ref), "and the name still points at the new version");
+		kvt_record_clear(&now);
+	}
+	g_file_set_contents("/dev/null", "", 0, NULL);
+	{
+		int fd = openat(s->namesfd, "garbage", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		ok(fd >= 0 && write(fd, "not a record\n", 13) == 13, "a garbage record is written");
+		close(fd);
+	}
+	ok(kvt_store_purge(s, s->namesfd, "garbage", NULL) == 0 &&
+	   !exists_at(s->namesfd, "garbage"), "purge of an unparsable record removes it");
+	kvt_record_clear(&a);
+	kvt_record_clear(&b);
+	kvt_record_clear(&c);
+	kvt_record_clear(&d);
+}
+
+static void test_stats(struct kvt_store *s)
+{
+	struct kvt_stats st = { 0 };
+	g_autoptr(GString) out = NULL;
+	struct kvt_record r1, r2;
+
+	s->stats = &st;
+	store_bytes(s, "s1", 's', 8192, &r1);
+	store_bytes(s, "s2", 's', 8192, &r2);
+	s->stats = NULL;
+	ok(kvt_stat_get(&st, KVT_STAT_objects) == 1 && kvt_stat_get(&st, KVT_STAT_dedups) == 1 &&
+	   kvt_stat_get(&st, KVT_STAT_bytes_stored) == 8192,
+	   "the store counts new objects, dedups and bytes stored");
+	out = kvt_stats_format(&st);
+	ok(strstr(out->str, "objects 1\n") && strstr(out->str, "dedups 1\n") &&
+	   strstr(out->str, "torn_hash 0\n") && strstr(out->str, "bytes_stored 8192\n"),
+	   "counters print as 'name value' lines");
+	kvt_record_clear(&r1);
+	kvt_record_clear(&r2);
+}
+
+static double now_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* GB/s of @fn over @buf, best of a few runs. */
+static double hash_speed(XXH128_hash_t (*fn)(const void *, size_t), const void *buf,
+			 size_t len, XXH128_hash_t *out)
+{
+	double best = 0;
+
+	for (int r = 0; r < 5; r++) {
+		double t0 = now_sec(), dt;
+
+		*out = fn(buf, len);
+		dt = now_sec() - t0;
+		if (dt > 0 && len / dt / 1e9 > best)
+			best = len / dt / 1e9;
+	}
+	return best;
+}
+
+static void test_hash_speed(void)
+{
+	size_t len = 64u << 20;
+	g_autofree char *buf = g_malloc(len);
+	XXH128_hash_t plain, disp;
+	double gp, gd;
+
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (char)(i * 2654435761u >> 13);
+	gp = hash_speed(XXH3_128bits, buf, len, &plain);
+	gd = hash_speed(XXH3_128bits_dispatch, buf, len, &disp);
+	printf("# XXH3-128 over 64 MiB: plain XXH3_128bits %.1f GB/s, "
+	       "XXH3_128bits_dispatch %.1f GB/s (%.1fx)\n", gp, gd, gd / gp);
+	ok(XXH128_isEqual(plain, disp), "the dispatch entry point computes the same hash");
+	/* The dispatcher picks AVX2 where the CPU has it; the plain build is
+	 * SSE2 only, so the dispatch one must be clearly ahead there. */
+	if (__builtin_cpu_supports("avx2"))
+		ok(gd > 1.2 * gp, "with AVX2 the dispatch entry point is faster than the plain one");
+	else
+		ok(gd > 0.8 * gp, "without AVX2 the dispatch entry point is no slower");
+}
+
+int main(void)
+{
+	g_autofree char *top = g_dir_make_tmp("kvt-verify-XXXXXX", NULL);
+	g_autoptr(GError) err = NULL;
+	struct kvt_store *s;
+
+	printf("1..25\n");
+	s = kvt_store_open(top, &err);
+	ok(s != NULL, "a store is created");
+	if (!s)
+		return 1;
+	test_verifier(s);
+	test_purge(s);
+	test_stats(s);
+	test_hash_speed();
+	kvt_store_close(s);
+	{
+		g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", top);
+
+		ok(system(cmd) == 0, "cleanup");
+	}
+	return n_fail ? 1 : 0;
+}
