@@ -83,7 +83,8 @@ static const char usage_text[] =
 "               a name never disappears once published.\n"
 "  verify       walk DIR, check every *.bin and *.pt is one complete valid\n"
 "               version whose key matches its name; print the count.\n"
-"  probe        one vLLM-style load of the block of key --key-base:\n"
+"  probe        one vLLM-style load of the block of key --key-base (at its\n"
+"               vLLM-layout path, or at --file):\n"
 "               access(F_OK), open(O_RDONLY[|O_DIRECT]), ONE read of the\n"
 "               bytes from --offset (default 0) to the end of the block\n"
 "               (pread when --offset > 0), compare.  Prints ONE outcome on\n"
@@ -135,13 +136,18 @@ static const char usage_text[] =
 "                     multiple of 4096 with --odirect)\n"
 "  --mmap             probe: read through mmap instead of read()\n"
 "  --reread-after FILE  probe: read again on the same fd once FILE exists\n"
+"  --file REL         probe: the file to load, relative to --dir (it must\n"
+"                     hold the block of key --key-base)\n"
 "  --report           vllm-load: a block that is absent (ENOENT) or\n"
 "                     unreadable (EIO) is not a failure but reported on\n"
 "                     stdout as \"<key> <step> enoent|eio\" (step: access,\n"
-"                     open or read); a short read or wrong bytes is still a\n"
-"                     failure (also reported: \"<key> read short <n>\" or\n"
-"                     \"<key> read wrong <offset>\").  The summary line adds\n"
-"                     ok=N enoent=N eio=N.\n"
+"                     open or read); any other outcome is still a failure\n"
+"                     and is reported the same way (\"<key> read short <n>\",\n"
+"                     \"<key> read wrong <offset>\", \"<key> <step> error\n"
+"                     <ERRNO>\").  The summary line adds ok=N enoent=N eio=N.\n"
+"  --same N           vllm-load: load each key N times in a row (load i is\n"
+"                     of key BASE + i / N), so that up to N threads load the\n"
+"                     same block at once (default 1)\n"
 "\n"
 "Each phase prints one summary line on stdout:\n"
 "  <command> <phase>: ops=N bytes=N errors=N ... secs=S MiB/s=R\n"
@@ -161,9 +167,9 @@ static struct {
 	int odirect; /* -1: command default */
 	int no_rename, stop_on_enospc, keep_going, no_tmp;
 	long long expect, min;
-	uint64_t offset;
+	uint64_t offset, same;
 	int mmap, report;
-	const char *reread_after;
+	const char *reread_after, *file;
 } O = {
 	.model = "kvclient-model",
 	.blocks = 64,
@@ -177,6 +183,7 @@ static struct {
 	.odirect = -1,
 	.expect = -1,
 	.min = -1,
+	.same = 1,
 };
 
 static atomic_ullong g_failures;
@@ -660,7 +667,7 @@ static long long next_index(void)
 	if (stopped())
 		return -1;
 	i = atomic_fetch_add(&g_next, 1);
-	return i < O.blocks ? (long long)i : -1;
+	return i < O.blocks * O.same ? (long long)i : -1;
 }
 
 static void run_threads(int n, void *(*fn)(void *), struct counters *c)
@@ -1024,7 +1031,7 @@ static void *vllm_load_thread(void *arg)
 	long long i;
 
 	while ((i = next_index()) >= 0) {
-		uint64_t key = O.key_base + (uint64_t)i;
+		uint64_t key = O.key_base + (uint64_t)i / O.same;
 		struct load_res r;
 
 		vllm_path(path, sizeof(path), key);
@@ -1116,7 +1123,10 @@ static int cmd_probe(void)
 	struct load_res r;
 	int fd, bad;
 
-	vllm_path(path, sizeof(path), key);
+	if (O.file)
+		snprintf(path, sizeof(path), "%s/%s", O.dir, O.file);
+	else
+		vllm_path(path, sizeof(path), key);
 	r = load_once(path, key, buf, O.offset, O.reread_after ? &fd : NULL);
 	probe_print(path, &r);
 	bad = r.oc != OC_OK;
@@ -2089,6 +2099,10 @@ int main(int argc, char **argv)
 			O.offset = parse_num(name, v, 1);
 		else if (ARG("--reread-after"))
 			O.reread_after = v;
+		else if (ARG("--file"))
+			O.file = v;
+		else if (ARG("--same"))
+			O.same = (uint64_t)parse_int(name, v, 1, 1024);
 		else
 			usage_error("unknown option or missing value: '%s'", a);
 #undef FLAG
@@ -2129,13 +2143,15 @@ int main(int argc, char **argv)
 		usage_error("--no-rename is for vllm-store");
 	if ((O.expect >= 0 || O.min >= 0 || O.no_tmp) && strcmp(O.cmd, "verify"))
 		usage_error("--expect, --min and --no-tmp are for verify");
-	if ((O.offset || O.mmap || O.reread_after) && strcmp(O.cmd, "probe"))
-		usage_error("--offset, --mmap and --reread-after are for probe");
+	if ((O.offset || O.mmap || O.reread_after || O.file) &&
+	    strcmp(O.cmd, "probe"))
+		usage_error("--offset, --mmap, --reread-after and --file are for "
+			    "probe");
 	if (O.offset >= O.size || (O.odirect && O.offset % ALIGN))
 		usage_error("--offset must be below --size (a multiple of %d "
 			    "with --odirect)", ALIGN);
-	if (O.report && strcmp(O.cmd, "vllm-load"))
-		usage_error("--report is for vllm-load");
+	if ((O.report || O.same != 1) && strcmp(O.cmd, "vllm-load"))
+		usage_error("--report and --same are for vllm-load");
 	if (stat(O.dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		usage_error("--dir %s: not a directory", O.dir);
 
