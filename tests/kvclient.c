@@ -145,9 +145,9 @@ static const char usage_text[] =
 "                     and is reported the same way (\"<key> read short <n>\",\n"
 "                     \"<key> read wrong <offset>\", \"<key> <step> error\n"
 "                     <ERRNO>\").  The summary line adds ok=N enoent=N eio=N.\n"
-"  --same N           vllm-load: load each key N times in a row (load i is\n"
-"                     of key BASE + i / N), so that up to N threads load the\n"
-"                     same block at once (default 1)\n"
+"  --same             vllm-load: every thread loads every key, all threads\n"
+"                     the same key at once (they wait for each other before\n"
+"                     each key): --threads loads per key\n"
 "\n"
 "Each phase prints one summary line on stdout:\n"
 "  <command> <phase>: ops=N bytes=N errors=N ... secs=S MiB/s=R\n"
@@ -167,8 +167,8 @@ static struct {
 	int odirect; /* -1: command default */
 	int no_rename, stop_on_enospc, keep_going, no_tmp;
 	long long expect, min;
-	uint64_t offset, same;
-	int mmap, report;
+	uint64_t offset;
+	int mmap, report, same;
 	const char *reread_after, *file;
 } O = {
 	.model = "kvclient-model",
@@ -183,7 +183,6 @@ static struct {
 	.odirect = -1,
 	.expect = -1,
 	.min = -1,
-	.same = 1,
 };
 
 static atomic_ullong g_failures;
@@ -667,7 +666,7 @@ static long long next_index(void)
 	if (stopped())
 		return -1;
 	i = atomic_fetch_add(&g_next, 1);
-	return i < O.blocks * O.same ? (long long)i : -1;
+	return i < O.blocks ? (long long)i : -1;
 }
 
 static void run_threads(int n, void *(*fn)(void *), struct counters *c)
@@ -1022,16 +1021,30 @@ static struct {
 	atomic_ullong ok, enoent, eio;
 } g_report;
 
+static pthread_barrier_t g_same_barrier;
+
+/* The next key index for this thread: the shared counter, or with --same
+ * every index in turn, after all threads are ready for it. */
+static long long next_load_index(long long *mine)
+{
+	if (!O.same)
+		return next_index();
+	if (++*mine >= (long long)O.blocks)
+		return -1;
+	pthread_barrier_wait(&g_same_barrier);
+	return *mine;
+}
+
 static void *vllm_load_thread(void *arg)
 {
 	struct worker *w = arg;
 	struct counters *c = w->c;
 	unsigned char *buf = alloc_buf(O.size);
 	char path[PATH_MAX], msg[200];
-	long long i;
+	long long i, mine = -1;
 
-	while ((i = next_index()) >= 0) {
-		uint64_t key = O.key_base + (uint64_t)i / O.same;
+	while ((i = next_load_index(&mine)) >= 0) {
+		uint64_t key = O.key_base + (uint64_t)i;
 		struct load_res r;
 
 		vllm_path(path, sizeof(path), key);
@@ -1091,7 +1104,12 @@ static int cmd_vllm_load(void)
 	char extra[160];
 	double t0 = now_sec();
 
+	if (O.same &&
+	    pthread_barrier_init(&g_same_barrier, NULL, (unsigned)O.threads))
+		die("pthread_barrier_init failed");
 	run_threads(O.threads, vllm_load_thread, &c);
+	if (O.same)
+		pthread_barrier_destroy(&g_same_barrier);
 	snprintf(extra, sizeof(extra), "ok=%llu enoent=%llu eio=%llu",
 		 atomic_load(&g_report.ok), atomic_load(&g_report.enoent),
 		 atomic_load(&g_report.eio));
@@ -2101,8 +2119,8 @@ int main(int argc, char **argv)
 			O.reread_after = v;
 		else if (ARG("--file"))
 			O.file = v;
-		else if (ARG("--same"))
-			O.same = (uint64_t)parse_int(name, v, 1, 1024);
+		else if (FLAG("--same"))
+			O.same = 1;
 		else
 			usage_error("unknown option or missing value: '%s'", a);
 #undef FLAG
@@ -2150,7 +2168,7 @@ int main(int argc, char **argv)
 	if (O.offset >= O.size || (O.odirect && O.offset % ALIGN))
 		usage_error("--offset must be below --size (a multiple of %d "
 			    "with --odirect)", ALIGN);
-	if ((O.report || O.same != 1) && strcmp(O.cmd, "vllm-load"))
+	if ((O.report || O.same) && strcmp(O.cmd, "vllm-load"))
 		usage_error("--report and --same are for vllm-load");
 	if (stat(O.dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		usage_error("--dir %s: not a directory", O.dir);

@@ -62,11 +62,14 @@ apply_damage() {
 	done
 }
 
-# storm_load OUT N SAME: vllm-load --report of blocks 0..N-1, each loaded
-# SAME times at once, 16 threads, O_DIRECT; stdout in OUT, stderr in
-# OUT.err; the exit status of kvclient.
+# storm_load OUT N SAME: vllm-load --report of blocks 0..N-1 by 16 threads,
+# O_DIRECT; SAME is 1 (each block loaded once) or 16 (--same: all threads
+# load each block at once); stdout in OUT, stderr in OUT.err; the exit
+# status of kvclient.
 storm_load() {
-	kvt_run "$KVCLIENT" vllm-load --dir "$MNT" --blocks "$2" --same "$3" \
+	local same=()
+	[ "$3" = 1 ] || same=(--same)
+	kvt_run "$KVCLIENT" vllm-load --dir "$MNT" --blocks "$2" "${same[@]}" \
 		--size $SIZE --threads $THREADS --odirect --report >"$1" 2>"$1.err"
 }
 
