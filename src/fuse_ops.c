@@ -13,6 +13,7 @@
 
 #include "inode.h"
 #include "purge.h"
+#include "splice.h"
 #include "xattr.h"
 
 /* Reads refresh the record's atime at most this often (an evictor reads
@@ -110,7 +111,7 @@ static bool inode_drop_stage(struct kvt_fs *fs, struct kvt_inode *ino)
 	g_mutex_unlock(&ino->lock);
 	if (!st)
 		return false;
-	kvt_stage_unref(fs, st);
+	kvt_stage_put(fs->store, st);
 	return true;
 }
 
@@ -296,10 +297,17 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* Object bytes go from the lower page cache to the device by splice
+	 * (see splice.h). */
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
+		conn->want |= FUSE_CAP_SPLICE_MOVE;
 	/* Writes must reach the daemon before close() returns so that
 	 * FLUSH and rename see every byte. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	conn->max_write = 1u << 20;
+	conn->max_read = KVT_MAX_READ;
 	conn->max_readahead = 1u << 20;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
@@ -314,10 +322,19 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	kvt_stat_add(&fs->stats, KVT_STAT_lookups, 1);
 	kvt_stat_add(&fs->stats, ret == 0 ? KVT_STAT_hits : KVT_STAT_misses, 1);
-	if (ret < 0)
-		fuse_reply_err(req, -ret);
-	else
+	if (ret == -ENOENT && fs->negative_timeout > 0) {
+		/* A negative entry: repeated misses (a prefix that is not
+		 * stored) stay in the kernel.  Names created through this
+		 * mount replace it; another mount's stores show after the
+		 * timeout. */
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = fs->negative_timeout;
 		fuse_reply_entry(req, &e);
+	} else if (ret < 0) {
+		fuse_reply_err(req, -ret);
+	} else {
+		fuse_reply_entry(req, &e);
+	}
 	/* The ENOENT reply drops the dentry; the inode may be cached too. */
 	kvt_purge_notify(fs, &note, false);
 }
@@ -392,6 +409,7 @@ static int publish_object(struct kvt_fs *fs, struct kvt_inode *ino,
 			  struct kvt_record *rec)
 {
 	struct kvt_stage *st;
+	kvt_hash hash;
 	int ret;
 
 	g_mutex_lock(&ino->lock);
@@ -413,12 +431,14 @@ static int publish_object(struct kvt_fs *fs, struct kvt_inode *ino,
 		ret = 1;
 	else if (st->error)
 		ret = -st->error;
+	else if (kvt_stage_hash(st, st->size, &hash))
+		ret = kvt_object_publish_hashed(fs->store, st->name, st->size, &hash, rec);
 	else
 		ret = kvt_object_publish(fs->store, st->fd, st->name, st->size, rec);
 	if (ret == 0)
 		st->consumed = true;
 	g_rw_lock_writer_unlock(&st->io);
-	kvt_stage_unref(fs, st);
+	kvt_stage_put(fs->store, st);
 	if (ret)
 		kvt_record_clear(rec);
 	return ret;
@@ -440,7 +460,7 @@ static bool inode_published(struct kvt_fs *fs, struct kvt_inode *ino,
 		memset(&ost, 0, sizeof(ost));
 	g_mutex_lock(&ino->lock);
 	if (ino->stage && ino->stage->consumed) {
-		kvt_stage_unref(fs, ino->stage);
+		kvt_stage_put(fs->store, ino->stage);
 		ino->stage = NULL;
 		drop = true;
 	}
@@ -491,6 +511,12 @@ static int publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino)
 	if (ret == 0) {
 		release_replaced(fs, &old, &rec);
 		drop = inode_published(fs, ino, &rec, p->fd, ino->name);
+		/* Written under its own name: the next version will be too,
+		 * and its writer moves the kernel's size under readers (see
+		 * op_open). */
+		g_mutex_lock(&ino->lock);
+		ino->rewritten = true;
+		g_mutex_unlock(&ino->lock);
 	}
 	g_mutex_unlock(&p->lock);
 	if (drop)
@@ -514,8 +540,8 @@ static int inode_begin_write(struct kvt_fs *fs, struct kvt_inode *ino, bool trun
 
 	*ref_inode = false;
 	if (kvt_inode_pending(ino)) {
-		if (trunc && ftruncate(ino->stage->fd, 0) == 0)
-			__atomic_store_n(&ino->stage->size, 0, __ATOMIC_RELAXED);
+		if (trunc)
+			kvt_stage_truncate(ino->stage, 0);
 		return 0;
 	}
 	ret = kvt_stage_new(fs, ino, trunc ? 0 : UINT64_MAX, &st);
@@ -524,7 +550,7 @@ static int inode_begin_write(struct kvt_fs *fs, struct kvt_inode *ino, bool trun
 	if (ino->has_record)
 		ino->rewritten = true;
 	if (ino->stage)
-		kvt_stage_unref(fs, ino->stage);
+		kvt_stage_put(fs->store, ino->stage);
 	else
 		*ref_inode = true;
 	ino->stage = st;
@@ -699,6 +725,29 @@ static int open_object(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_hand
 	return ret == -ENODATA ? -ENOENT : -EIO;
 }
 
+/* The owner, group and other bits, for mounts without
+ * default_permissions (then only the mounting user gets here, see main.c;
+ * root passes). */
+static bool may_open(struct kvt_inode *ino, const struct fuse_ctx *ctx, int flags)
+{
+	mode_t mode, want = 0;
+
+	if (ctx->uid == 0)
+		return true;
+	if ((flags & O_ACCMODE) != O_WRONLY)
+		want |= S_IROTH;
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
+		want |= S_IWOTH;
+	g_mutex_lock(&ino->lock);
+	mode = ino->meta.st_mode;
+	if (ctx->uid == ino->meta.st_uid)
+		mode >>= 6;
+	else if (ctx->gid == ino->meta.st_gid)
+		mode >>= 3;
+	g_mutex_unlock(&ino->lock);
+	return (mode & want) == want;
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
@@ -710,6 +759,10 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 
 	if (ino->is_dir) {
 		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (!may_open(ino, fuse_req_ctx(req), fi->flags)) {
+		fuse_reply_err(req, EACCES);
 		return;
 	}
 	h = g_new0(struct kvt_handle, 1);
@@ -739,12 +792,15 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 		if (ret == 0)
 			open_writer(fs, ino, fi, h);
 	} else if (h->fd >= 0) {
-		if (ino->rewritten || !ino->has_record || strcmp(ino->rec.ref, h->rec.ref) ||
+		if (ino->rewritten || ino->writers || (fi->flags & O_DIRECT) ||
+		    !ino->has_record || strcmp(ino->rec.ref, h->rec.ref) ||
 		    (ino->cache_readers && strcmp(ino->cache_ref, h->rec.ref))) {
-			/* A file rewritten in place (LMCache) has a kernel
-			 * size that follows its writer, and readers of an
-			 * older version may share the page cache: serve this
-			 * reader from its own object only. */
+			/* The kernel clamps cached and O_DIRECT reads to its
+			 * idea of the size, and a writer in place (LMCache)
+			 * moves that size under every reader; readers of an
+			 * older version may share the page cache too.  Such
+			 * a reader is served from its own object only,
+			 * whatever the kernel thinks the size is. */
 			fi->direct_io = 1;
 		} else {
 			fi->keep_cache = !strcmp(ino->cache_ref, h->rec.ref);
@@ -807,14 +863,14 @@ static int writer_stage(struct kvt_fs *fs, struct kvt_inode *ino,
 			return 0;
 		}
 		g_rw_lock_reader_unlock(&st->io);
-		kvt_stage_unref(fs, st);
+		kvt_stage_put(fs->store, st);
 	}
 }
 
 static void put_stage(struct kvt_fs *fs, struct kvt_stage *st)
 {
 	g_rw_lock_reader_unlock(&st->io);
-	kvt_stage_unref(fs, st);
+	kvt_stage_put(fs->store, st);
 }
 
 static ssize_t pread_full(int fd, char *buf, size_t size, off_t off)
@@ -838,19 +894,44 @@ static ssize_t pread_full(int fd, char *buf, size_t size, off_t off)
 
 /* A read of a published object: EIO once the version was purged, and
  * EIO (with a purge) when the lower file holds fewer bytes than recorded;
- * a short reply would make the kernel take it as the end of the file. */
-static ssize_t read_object(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_handle *h,
-			   char *buf, size_t size, off_t off, struct kvt_purge_note *note)
+ * a short reply would make the kernel take it as the end of the file.
+ * The bytes go by splice when they can, else through @buf.  Returns the
+ * bytes replied, or -errno for the caller to reply. */
+static ssize_t read_object(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *ino,
+			   struct kvt_handle *h, size_t size, off_t off,
+			   struct kvt_purge_note *note)
 {
 	uint64_t want = (uint64_t)off >= h->rec.size ? 0 : MIN(size, h->rec.size - off);
 	struct kvt_torn_info torn = { .why = KVT_TORN_SHORT };
+	g_autofree char *buf = NULL;
+	size_t have = 0;
 	ssize_t got;
+	int rfd;
 
 	if (__atomic_load_n(&ino->purges, __ATOMIC_ACQUIRE) != h->purges)
 		return -EIO;
-	got = pread_full(h->fd, buf, want, off);
-	if (got < 0 || (uint64_t)got == want)
+	rfd = want ? kvt_splice_fill(h->fd, off, want, &have) : -ENOSYS;
+	if (rfd >= 0) {
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(want);
+
+		bv.buf[0].flags = FUSE_BUF_IS_FD;
+		bv.buf[0].fd = rfd;
+		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+		kvt_splice_reset(rfd);
+		return want;
+	}
+	if (rfd == -ENODATA) {
+		got = have;
+	} else {
+		buf = g_malloc(want ? want : 1);
+		got = pread_full(h->fd, buf, want, off);
+		if (got < 0)
+			return got;
+	}
+	if ((uint64_t)got == want) {
+		fuse_reply_buf(req, buf, got);
 		return got;
+	}
 	torn.found_size = off + got;
 	kvt_purge_inode(fs, ino, &h->rec, &torn, note);
 	return -EIO;
@@ -864,24 +945,31 @@ static void op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 	struct kvt_handle *h = (struct kvt_handle *)(uintptr_t)fi->fh;
 	struct kvt_purge_note note = { 0 };
 	struct kvt_stage *st = NULL;
-	char *buf = g_malloc(size ? size : 1);
+	g_autofree char *buf = NULL;
 	ssize_t got;
 
+	if (!h->writer && !h->rstage) {
+		got = read_object(req, fs, ino, h, size, off, &note);
+		if (got < 0) {
+			kvt_purge_notify(fs, &note, true);
+			fuse_reply_err(req, (int)-got);
+		} else {
+			kvt_stat_add(&fs->stats, KVT_STAT_bytes_out, got);
+		}
+		return;
+	}
+	buf = g_malloc(size ? size : 1);
 	if (h->writer) {
 		int ret = writer_stage(fs, ino, &st);
 
 		if (ret < 0) {
-			g_free(buf);
 			fuse_reply_err(req, -ret);
 			return;
 		}
-		got = pread_full(st->fd, buf, size, off);
+		got = kvt_stage_read(st, buf, size, off);
 		put_stage(fs, st);
-	} else if (h->rstage) {
-		got = pread_full(h->rstage->fd, buf, size, off);
 	} else {
-		got = read_object(fs, ino, h, buf, size, off, &note);
-		kvt_purge_notify(fs, &note, true);
+		got = kvt_stage_read(h->rstage, buf, size, off);
 	}
 	if (got < 0) {
 		fuse_reply_err(req, (int)-got);
@@ -889,7 +977,6 @@ static void op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 		kvt_stat_add(&fs->stats, KVT_STAT_bytes_out, got);
 		fuse_reply_buf(req, buf, got);
 	}
-	g_free(buf);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size,
@@ -897,39 +984,13 @@ static void op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size,
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_stage *st;
-	size_t done = 0;
 	int ret;
 
 	ret = writer_stage(fs, kvt_inode_of(fs, n), &st);
-	if (ret < 0) {
-		fuse_reply_err(req, -ret);
-		return;
+	if (ret == 0) {
+		ret = kvt_stage_write(st, buf, size, off);
+		put_stage(fs, st);
 	}
-	while (done < size) {
-		ssize_t w = pwrite(st->fd, buf + done, size - done, off + done);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			ret = -errno;
-			break;
-		}
-		done += w;
-	}
-	if (ret < 0) {
-		/* A version with a hole where a write failed must never be
-		 * published: the error sticks to the stage. */
-		__atomic_compare_exchange_n(&st->error, &(int){ 0 }, -ret, false,
-					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-	} else {
-		uint64_t end = off + size, cur = __atomic_load_n(&st->size, __ATOMIC_RELAXED);
-
-		while (end > cur &&
-		       !__atomic_compare_exchange_n(&st->size, &cur, end, false,
-						    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			;
-	}
-	put_stage(fs, st);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
 	} else {
@@ -974,7 +1035,7 @@ static void op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	if (h->fd >= 0)
 		close(h->fd);
 	if (h->rstage)
-		kvt_stage_unref(fs, h->rstage);
+		kvt_stage_put(fs->store, h->rstage);
 	g_free(h);
 	fuse_reply_err(req, 0);
 }
@@ -989,10 +1050,7 @@ static int set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 	ret = writer_stage(fs, ino, &st);
 	if (ret < 0)
 		return ret;
-	if (ftruncate(st->fd, size))
-		ret = -errno;
-	else
-		__atomic_store_n(&st->size, (uint64_t)size, __ATOMIC_RELAXED);
+	ret = kvt_stage_truncate(st, size);
 	put_stage(fs, st);
 	if (ret < 0)
 		return ret;
@@ -1549,13 +1607,6 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *f
 	fuse_reply_err(req, 0);
 }
 
-static void op_access(fuse_req_t req, fuse_ino_t n, int mask)
-{
-	/* Reached only without default_permissions; existence was settled
-	 * by the lookup that found the inode. */
-	fuse_reply_err(req, 0);
-}
-
 const struct fuse_lowlevel_ops kvt_fuse_ops = {
 	.init = op_init,
 	.lookup = op_lookup,
@@ -1580,7 +1631,6 @@ const struct fuse_lowlevel_ops kvt_fuse_ops = {
 	.readdirplus = op_readdirplus,
 	.releasedir = op_releasedir,
 	.statfs = op_statfs,
-	.access = op_access,
 	.setxattr = kvt_op_setxattr,
 	.getxattr = kvt_op_getxattr,
 	.listxattr = kvt_op_listxattr,

@@ -5,6 +5,9 @@
 
 #include "inode.h"
 
+/* 1 MiB less four pages (see main.c). */
+#define KVT_MAX_READ 1032192
+
 extern const struct fuse_lowlevel_ops kvt_fuse_ops;
 
 static inline struct kvt_fs *kvt_fs_of(fuse_req_t req)

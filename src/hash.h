@@ -17,3 +17,11 @@ int kvt_hash_fd(int fd, uint64_t size, kvt_hash *out);
 void kvt_hash_hex(const kvt_hash *h, char out[KVT_HASH_HEX_LEN + 1]);
 bool kvt_hash_parse(const char *hex, size_t len, kvt_hash *out);
 bool kvt_hash_equal(const kvt_hash *a, const kvt_hash *b);
+
+/* Incremental hashing of bytes that arrive in order. */
+typedef struct kvt_hash_stream kvt_hash_stream;
+kvt_hash_stream *kvt_hash_stream_new(void);
+void kvt_hash_stream_free(kvt_hash_stream *hs);
+void kvt_hash_stream_reset(kvt_hash_stream *hs);
+void kvt_hash_stream_update(kvt_hash_stream *hs, const void *buf, size_t len);
+void kvt_hash_stream_digest(kvt_hash_stream *hs, kvt_hash *out);

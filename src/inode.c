@@ -63,7 +63,7 @@ void kvt_inode_detach(struct kvt_inode *child)
 static void inode_free(struct kvt_fs *fs, struct kvt_inode *ino)
 {
 	if (ino->stage)
-		kvt_stage_unref(fs, ino->stage);
+		kvt_stage_put(fs->store, ino->stage);
 	if (ino->release_on_free)
 		kvt_object_release(fs->store, &ino->rec);
 	if (ino->fd >= 0)
@@ -133,71 +133,36 @@ bool kvt_inode_pending(const struct kvt_inode *ino)
 	return ino->stage && !ino->stage->consumed;
 }
 
-struct kvt_stage *kvt_stage_ref(struct kvt_stage *st)
-{
-	g_atomic_int_inc(&st->refs);
-	return st;
-}
-
-void kvt_stage_unref(struct kvt_fs *fs, struct kvt_stage *st)
-{
-	if (!g_atomic_int_dec_and_test(&st->refs))
-		return;
-	if (!st->consumed)
-		kvt_stage_discard(fs->store, st->name);
-	close(st->fd);
-	g_rw_lock_clear(&st->io);
-	g_free(st->name);
-	g_free(st);
-}
-
 int kvt_stage_new(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t keep,
 		  struct kvt_stage **out)
 {
-	struct kvt_stage *st = g_new0(struct kvt_stage, 1);
-	int ret;
+	struct kvt_verify_result res;
+	struct kvt_stage *st;
+	struct stat sst;
+	int ret, src;
 
-	st->refs = 1;
-	g_rw_lock_init(&st->io);
-	ret = kvt_stage_create(fs->store, &st->fd, &st->name);
-	if (ret < 0) {
-		g_rw_lock_clear(&st->io);
-		g_free(st);
+	ret = kvt_stage_create_new(fs->store, &st);
+	if (ret < 0 || !keep || !ino->has_record) {
+		*out = ret < 0 ? NULL : st;
 		return ret;
 	}
-	if (keep && ino->has_record) {
-		int src = kvt_object_open(fs->store, &ino->rec, O_RDONLY);
-		loff_t in = 0, outoff = 0;
-		struct kvt_verify_result res;
-		struct stat sst;
-
-		if (keep > ino->rec.size)
-			keep = ino->rec.size;
-		if (src < 0) {
-			ret = src;
-		} else if (fstat(src, &sst) ||
-			   kvt_verify_fd(fs->verifier, src, &sst, &ino->rec, fs->verify_always,
-					 &res) < 0) {
-			/* A new version must not be built on torn bytes;
-			 * the next open for reading purges them. */
-			ret = -EIO;
-			close(src);
-		} else {
-			while (in < (loff_t)keep) {
-				ssize_t n = copy_file_range(src, &in, st->fd, &outoff,
-							    keep - in, 0);
-				if (n <= 0) {
-					ret = n < 0 ? -errno : -EIO;
-					break;
-				}
-			}
-			close(src);
-		}
-		if (ret < 0) {
-			kvt_stage_unref(fs, st);
-			return ret;
-		}
-		st->size = keep;
+	src = kvt_object_open(fs->store, &ino->rec, O_RDONLY);
+	if (src < 0) {
+		ret = src;
+	} else if (fstat(src, &sst) ||
+		   kvt_verify_fd(fs->verifier, src, &sst, &ino->rec, fs->verify_always,
+				 &res) < 0) {
+		/* A new version must not be built on torn bytes; the next
+		 * open for reading purges them. */
+		ret = -EIO;
+	} else {
+		ret = kvt_stage_fill(st, src, MIN(keep, ino->rec.size));
+	}
+	if (src >= 0)
+		close(src);
+	if (ret < 0) {
+		kvt_stage_put(fs->store, st);
+		return ret;
 	}
 	*out = st;
 	return 0;

@@ -16,22 +16,10 @@
 #include <sys/stat.h>
 
 #include "record.h"
+#include "stage.h"
 #include "stats.h"
 #include "store.h"
 #include "verify.h"
-
-/* Bytes of a version being written.  The writers share it; publication
- * consumes it (the staged file becomes the object), after which a write
- * must start a new stage. */
-struct kvt_stage {
-	gint refs;
-	int fd;
-	char *name;          /* in this mount's staging directory */
-	GRWLock io;          /* writes: reader side; publication: writer side */
-	uint64_t size;       /* atomic: highest byte written + 1 */
-	int error;           /* first write error: publication fails with it */
-	bool consumed;
-};
 
 struct kvt_inode {
 	gint refs;            /* kernel lookups (one), pending stage (one),
@@ -73,6 +61,7 @@ struct kvt_fs {
 	GMutex tree_lock;
 	char *tmp_suffix;     /* names with it are published only by rename */
 	double entry_timeout, attr_timeout;
+	double negative_timeout; /* kernel caching of "no such name" */
 	struct fuse_session *se;
 	struct kvt_stats stats;
 	struct kvt_verifier *verifier;
@@ -102,8 +91,6 @@ struct kvt_meta kvt_inode_meta(const struct kvt_inode *ino, bool set_times);
 bool kvt_is_tmp_name(struct kvt_fs *fs, const char *name);
 bool kvt_inode_pending(const struct kvt_inode *ino);
 
-struct kvt_stage *kvt_stage_ref(struct kvt_stage *st);
-void kvt_stage_unref(struct kvt_fs *fs, struct kvt_stage *st);
 /* Creates a stage, copying the published object's first @keep bytes
  * (copy-on-write of a published file opened for writing). */
 int kvt_stage_new(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t keep,

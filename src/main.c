@@ -21,7 +21,7 @@ struct options {
 	char **opts;           /* -o, repeatable, comma separated */
 	int ready_fd;
 	char *tmp_suffix;
-	double entry_timeout, attr_timeout;
+	double entry_timeout, attr_timeout, negative_timeout;
 	int max_threads;
 	gboolean verify_always;
 	guint verify_cache;
@@ -74,10 +74,12 @@ static void parse_o(struct options *o)
 			} else if (KEY("tmp_suffix")) {
 				g_free(o->tmp_suffix);
 				o->tmp_suffix = g_strdup(val ? val : "");
-			} else if (KEY("entry_timeout") || KEY("attr_timeout")) {
+			} else if (KEY("entry_timeout") || KEY("attr_timeout") ||
+				   KEY("negative_timeout")) {
 				if (!val || !parse_number(val, 0, 86400, &num))
 					die("-o %.*s: expects seconds (0-86400)", (int)klen, *it);
-				*(KEY("entry_timeout") ? &o->entry_timeout : &o->attr_timeout) = num;
+				*(KEY("entry_timeout") ? &o->entry_timeout :
+				  KEY("attr_timeout") ? &o->attr_timeout : &o->negative_timeout) = num;
 			} else if (KEY("max_threads")) {
 				if (!val || !parse_number(val, 1, 1024, &num))
 					die("-o max_threads: expects 1-1024");
@@ -190,9 +192,10 @@ int main(int argc, char **argv)
 	struct options o = {
 		.ready_fd = -1,
 		.entry_timeout = 1.0,
+		.negative_timeout = 1.0,
 		.attr_timeout = 1.0,
 		.max_threads = 64,
-		.verify_cache = 1u << 20,
+		.verify_cache = 100000,
 	};
 	GOptionEntry entries[] = {
 		{ "foreground", 'f', 0, G_OPTION_ARG_NONE, &o.foreground,
@@ -227,8 +230,19 @@ int main(int argc, char **argv)
 	if (argc != 3)
 		die("expects LOWERDIR and MOUNTPOINT (see kvtierfs --help)");
 	o.tmp_suffix = g_strdup(".tmp");
-	o.fuse_opts = g_string_new("default_permissions,subtype=kvtierfs,fsname=kvtierfs");
+	/* max_read: libfuse splices a reply through a pipe that must hold the
+	 * reply and three more pages, and an unprivileged pipe holds at most
+	 * 1 MiB (fs.pipe-max-size); reads a little under 1 MiB keep every
+	 * reply of object bytes zero-copy. */
+	o.fuse_opts = g_string_new("subtype=kvtierfs,fsname=kvtierfs,"
+				   "max_read=" G_STRINGIFY(KVT_MAX_READ));
 	parse_o(&o);
+	/* Without allow_other only the mounting user reaches the files, and
+	 * the kernel's own permission checks would cost a round trip to the
+	 * daemon on every access() after a directory changed.  With it, the
+	 * kernel checks every access. */
+	if (strstr(o.fuse_opts->str, ",allow_other"))
+		g_string_append(o.fuse_opts, ",default_permissions");
 	if (o.debug)
 		o.foreground = TRUE;
 	kvt_log_init(o.debug);
@@ -254,6 +268,7 @@ int main(int argc, char **argv)
 	g_mutex_init(&fs.tree_lock);
 	fs.tmp_suffix = o.tmp_suffix;
 	fs.entry_timeout = o.entry_timeout;
+	fs.negative_timeout = o.negative_timeout;
 	fs.attr_timeout = o.attr_timeout;
 	fs.verify_always = o.verify_always;
 	fs.verifier = kvt_verifier_new(o.verify_cache);

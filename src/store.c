@@ -365,14 +365,22 @@ static void new_ref(struct kvt_store *s, char ref[KVT_REF_MAX])
 int kvt_object_publish(struct kvt_store *s, int stage_fd, const char *stage_name_,
 		       uint64_t size, struct kvt_record *rec)
 {
+	kvt_hash h;
+	int ret = kvt_hash_fd(stage_fd, size, &h);
+
+	return ret < 0 ? ret : kvt_object_publish_hashed(s, stage_name_, size, &h, rec);
+}
+
+int kvt_object_publish_hashed(struct kvt_store *s, const char *stage_name_,
+			      uint64_t size, const kvt_hash *hash,
+			      struct kvt_record *rec)
+{
 	g_autofree char *anchor = NULL;
 	g_autofree char *refp = NULL;
 	struct stat st;
 	int ret;
 
-	ret = kvt_hash_fd(stage_fd, size, &rec->hash);
-	if (ret < 0)
-		return ret;
+	rec->hash = *hash;
 	rec->size = size;
 	new_ref(s, rec->ref);
 	anchor = kvt_object_anchor_path(&rec->hash);
@@ -391,7 +399,10 @@ int kvt_object_publish(struct kvt_store *s, int stage_fd, const char *stage_name
 		 * never share it. */
 		unlinkat(s->objfd, refp, 0);
 		unlinkat(s->objfd, anchor, 0);
-	} else if (errno != ENOENT) {
+	} else if (errno != ENOENT && errno != EMLINK) {
+		/* EMLINK: the shared inode has all the links its file system
+		 * allows (65000 on ext4); these bytes get an object of their
+		 * own. */
 		return -errno;
 	}
 

@@ -51,6 +51,11 @@ void kvt_stage_discard(struct kvt_store *s, const char *name);
  * name is consumed on success. */
 int kvt_object_publish(struct kvt_store *s, int stage_fd, const char *stage_name,
 		       uint64_t size, struct kvt_record *rec);
+/* The same, for a staged file whose hash the caller computed as it was
+ * written (no second read of the bytes). */
+int kvt_object_publish_hashed(struct kvt_store *s, const char *stage_name,
+			      uint64_t size, const kvt_hash *hash,
+			      struct kvt_record *rec);
 /* Drops a record's reference to its object; the object goes with the last. */
 int kvt_object_release(struct kvt_store *s, const struct kvt_record *rec);
 int kvt_object_open(struct kvt_store *s, const struct kvt_record *rec, int flags);

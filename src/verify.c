@@ -14,10 +14,18 @@ struct identity {
 	struct timespec mtime, ctime;
 };
 
+/* One allocation per object remembered (about 100 bytes with the table's
+ * share), so that the option bounding their number bounds memory. */
+struct entry {
+	kvt_hash hash;
+	struct identity id;
+	GList link;        /* in the shard's order */
+};
+
 struct shard {
 	GMutex lock;
-	GHashTable *known; /* kvt_hash * -> struct identity * */
-	GQueue order;      /* kvt_hash * (keys), oldest first */
+	GHashTable *known; /* &entry->hash -> struct entry */
+	GQueue order;      /* entries, oldest first */
 };
 
 struct kvt_verifier {
@@ -45,7 +53,7 @@ struct kvt_verifier *kvt_verifier_new(guint capacity)
 	v->capacity_per_shard = MAX(capacity / SHARDS, 1);
 	for (int i = 0; i < SHARDS; i++) {
 		g_mutex_init(&v->shards[i].lock);
-		v->shards[i].known = g_hash_table_new_full(hash_hash, hash_eq, g_free, g_free);
+		v->shards[i].known = g_hash_table_new_full(hash_hash, hash_eq, NULL, g_free);
 		g_queue_init(&v->shards[i].order);
 	}
 	return v;
@@ -56,7 +64,6 @@ void kvt_verifier_free(struct kvt_verifier *v)
 	if (!v)
 		return;
 	for (int i = 0; i < SHARDS; i++) {
-		g_queue_clear(&v->shards[i].order);
 		g_hash_table_unref(v->shards[i].known);
 		g_mutex_clear(&v->shards[i].lock);
 	}
@@ -89,13 +96,14 @@ bool kvt_verifier_known(struct kvt_verifier *v, const kvt_hash *hash,
 			const struct stat *st)
 {
 	struct shard *s = shard_of(v, hash);
-	struct identity id, *have;
+	struct identity id;
+	struct entry *have;
 	bool known;
 
 	identity_of(st, &id);
 	g_mutex_lock(&s->lock);
 	have = g_hash_table_lookup(s->known, hash);
-	known = have && identity_eq(have, &id);
+	known = have && identity_eq(&have->id, &id);
 	g_mutex_unlock(&s->lock);
 	return known;
 }
@@ -104,24 +112,26 @@ static void remember(struct kvt_verifier *v, const kvt_hash *hash,
 		     const struct stat *st)
 {
 	struct shard *s = shard_of(v, hash);
-	struct identity *id = g_new(struct identity, 1);
-	gpointer key;
+	struct entry *e;
 
-	identity_of(st, id);
 	g_mutex_lock(&s->lock);
-	if (g_hash_table_lookup_extended(s->known, hash, &key, NULL)) {
-		g_hash_table_insert(s->known, g_memdup2(hash, sizeof(*hash)), id);
+	e = g_hash_table_lookup(s->known, hash);
+	if (e) {
+		identity_of(st, &e->id);
 	} else {
 		while (g_hash_table_size(s->known) >= v->capacity_per_shard) {
-			kvt_hash *old = g_queue_pop_head(&s->order);
+			GList *old = g_queue_pop_head_link(&s->order);
 
 			if (!old)
 				break;
-			g_hash_table_remove(s->known, old);
+			g_hash_table_remove(s->known, &((struct entry *)old->data)->hash);
 		}
-		key = g_memdup2(hash, sizeof(*hash));
-		g_hash_table_insert(s->known, key, id);
-		g_queue_push_tail(&s->order, key);
+		e = g_new0(struct entry, 1);
+		e->hash = *hash;
+		identity_of(st, &e->id);
+		e->link.data = e;
+		g_queue_push_tail_link(&s->order, &e->link);
+		g_hash_table_insert(s->known, &e->hash, e);
 	}
 	g_mutex_unlock(&s->lock);
 }
@@ -129,11 +139,12 @@ static void remember(struct kvt_verifier *v, const kvt_hash *hash,
 void kvt_verifier_forget(struct kvt_verifier *v, const kvt_hash *hash)
 {
 	struct shard *s = shard_of(v, hash);
-	gpointer key;
+	struct entry *e;
 
 	g_mutex_lock(&s->lock);
-	if (g_hash_table_lookup_extended(s->known, hash, &key, NULL)) {
-		g_queue_remove(&s->order, key);
+	e = g_hash_table_lookup(s->known, hash);
+	if (e) {
+		g_queue_unlink(&s->order, &e->link);
 		g_hash_table_remove(s->known, hash);
 	}
 	g_mutex_unlock(&s->lock);

@@ -1,0 +1,227 @@
+#include "stage.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* O_DIRECT wants offset, length and memory aligned to the device's block;
+ * 4096 covers every device in use. */
+#define DIO_ALIGN 4096
+#define DIO_BUF_SIZE (1u << 20)  /* max_write */
+/* How long a write beyond the hashed prefix waits for the writes before
+ * it (an O_DIRECT write arrives as parallel requests).  After that the
+ * hash is computed again from the file at publication. */
+#define HASH_WAIT_US 20000
+
+static void free_aligned(gpointer p)
+{
+	free(p);
+}
+
+/* A per-thread aligned buffer for O_DIRECT writes: FUSE hands the data
+ * at an unaligned address inside its request buffer. */
+static GPrivate dio_buf = G_PRIVATE_INIT(free_aligned);
+
+static void *thread_dio_buf(void)
+{
+	void *p = g_private_get(&dio_buf);
+
+	if (!p && posix_memalign(&p, DIO_ALIGN, DIO_BUF_SIZE) == 0)
+		g_private_set(&dio_buf, p);
+	return p;
+}
+
+int kvt_stage_create_new(struct kvt_store *store, struct kvt_stage **out)
+{
+	struct kvt_stage *st = g_new0(struct kvt_stage, 1);
+	int ret;
+
+	ret = kvt_stage_create(store, &st->fd, &st->name);
+	if (ret < 0) {
+		g_free(st);
+		return ret;
+	}
+	st->refs = 1;
+	st->dfd = openat(store->stagefd, st->name, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	g_rw_lock_init(&st->io);
+	g_mutex_init(&st->hash_lock);
+	g_cond_init(&st->hash_cond);
+	st->hs = kvt_hash_stream_new();
+	*out = st;
+	return 0;
+}
+
+struct kvt_stage *kvt_stage_ref(struct kvt_stage *st)
+{
+	g_atomic_int_inc(&st->refs);
+	return st;
+}
+
+void kvt_stage_put(struct kvt_store *store, struct kvt_stage *st)
+{
+	if (!g_atomic_int_dec_and_test(&st->refs))
+		return;
+	if (!st->consumed)
+		kvt_stage_discard(store, st->name);
+	close(st->fd);
+	if (st->dfd >= 0)
+		close(st->dfd);
+	kvt_hash_stream_free(st->hs);
+	g_cond_clear(&st->hash_cond);
+	g_mutex_clear(&st->hash_lock);
+	g_rw_lock_clear(&st->io);
+	g_free(st->name);
+	g_free(st);
+}
+
+static void break_hash_locked(struct kvt_stage *st)
+{
+	g_clear_pointer(&st->hs, kvt_hash_stream_free);
+	g_cond_broadcast(&st->hash_cond);
+}
+
+/* Feeds the running hash with bytes written at @off: in order they are
+ * hashed at once; a write ahead of the hashed prefix waits a little for
+ * the ones before it; anything else (rewrites, holes) breaks the stream. */
+static void feed_hash(struct kvt_stage *st, const void *buf, size_t size, off_t off)
+{
+	gint64 deadline = g_get_monotonic_time() + HASH_WAIT_US;
+
+	g_mutex_lock(&st->hash_lock);
+	while (st->hs && (uint64_t)off > st->hashed)
+		if (!g_cond_wait_until(&st->hash_cond, &st->hash_lock, deadline))
+			break_hash_locked(st);
+	if (st->hs && (uint64_t)off == st->hashed) {
+		kvt_hash_stream_update(st->hs, buf, size);
+		st->hashed += size;
+		g_cond_broadcast(&st->hash_cond);
+	} else if (st->hs) {
+		break_hash_locked(st);
+	}
+	g_mutex_unlock(&st->hash_lock);
+}
+
+static int pwrite_full(int fd, const char *buf, size_t size, off_t off)
+{
+	size_t done = 0;
+
+	while (done < size) {
+		ssize_t w = pwrite(fd, buf + done, size - done, off + done);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		done += w;
+	}
+	return 0;
+}
+
+int kvt_stage_write(struct kvt_stage *st, const char *buf, size_t size, off_t off)
+{
+	const char *src = buf;
+	uint64_t end, cur;
+	bool direct = st->dfd >= 0 && off % DIO_ALIGN == 0 && size % DIO_ALIGN == 0 &&
+		      size <= DIO_BUF_SIZE && size > 0;
+	int ret;
+
+	if (direct) {
+		char *dbuf = thread_dio_buf();
+
+		if (dbuf) {
+			memcpy(dbuf, buf, size);
+			src = dbuf;
+		} else {
+			direct = false;
+		}
+	}
+	feed_hash(st, src, size, off);
+	ret = pwrite_full(direct ? st->dfd : st->fd, src, size, off);
+	if (ret == -EINVAL && direct)
+		ret = pwrite_full(st->fd, src, size, off);
+	if (ret < 0) {
+		/* A version with a hole where a write failed must never be
+		 * published: the error sticks to the stage. */
+		__atomic_compare_exchange_n(&st->error, &(int){ 0 }, -ret, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		return ret;
+	}
+	end = off + size;
+	cur = __atomic_load_n(&st->size, __ATOMIC_RELAXED);
+	while (end > cur &&
+	       !__atomic_compare_exchange_n(&st->size, &cur, end, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	return 0;
+}
+
+ssize_t kvt_stage_read(struct kvt_stage *st, char *buf, size_t size, off_t off)
+{
+	size_t done = 0;
+
+	while (done < size) {
+		ssize_t n = pread(st->fd, buf + done, size - done, off + done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += n;
+	}
+	return done;
+}
+
+int kvt_stage_truncate(struct kvt_stage *st, uint64_t size)
+{
+	if (ftruncate(st->fd, size))
+		return -errno;
+	g_mutex_lock(&st->hash_lock);
+	if (size == 0) {
+		/* A fresh start (O_TRUNC): hash from the beginning again. */
+		if (!st->hs)
+			st->hs = kvt_hash_stream_new();
+		else
+			kvt_hash_stream_reset(st->hs);
+		st->hashed = 0;
+	} else if (size != st->hashed) {
+		break_hash_locked(st);
+	}
+	g_mutex_unlock(&st->hash_lock);
+	__atomic_store_n(&st->size, size, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int kvt_stage_fill(struct kvt_stage *st, int src_fd, uint64_t len)
+{
+	loff_t in = 0, out = 0;
+
+	g_mutex_lock(&st->hash_lock);
+	break_hash_locked(st); /* hashed again at publication */
+	g_mutex_unlock(&st->hash_lock);
+	while (in < (loff_t)len) {
+		ssize_t n = copy_file_range(src_fd, &in, st->fd, &out, len - in, 0);
+
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+	}
+	st->size = len;
+	return 0;
+}
+
+bool kvt_stage_hash(struct kvt_stage *st, uint64_t size, kvt_hash *out)
+{
+	bool ok;
+
+	g_mutex_lock(&st->hash_lock);
+	ok = st->hs && st->hashed == size;
+	if (ok)
+		kvt_hash_stream_digest(st->hs, out);
+	g_mutex_unlock(&st->hash_lock);
+	return ok;
+}
