@@ -25,6 +25,7 @@ struct kvt_handle {
 	struct kvt_record rec; /* readers of an object: which one (no xattrs) */
 	guint purges;          /* the inode's purge count at open */
 	struct kvt_stage *rstage; /* readers of an unpublished file */
+	struct kvt_stage *wstage; /* writers: the version this handle writes */
 	bool writer;
 	bool cached;           /* counted in cache_readers */
 };
@@ -403,17 +404,18 @@ static void op_statfs(fuse_req_t req, fuse_ino_t n)
 		fuse_reply_statfs(req, &sv);
 }
 
-/* Publishes @ino's pending bytes as an object.  Returns 1 when there was
- * nothing pending, 0 with @rec filled, or -errno (nothing published). */
+/* Publishes the version @st of @ino (NULL: the latest one pending) as an
+ * object.  Returns 1 when there was nothing to publish, 0 with @rec
+ * filled, or -errno (nothing published). */
 static int publish_object(struct kvt_fs *fs, struct kvt_inode *ino,
-			  struct kvt_record *rec)
+			  struct kvt_stage *st, struct kvt_record *rec)
 {
-	struct kvt_stage *st;
 	kvt_hash hash;
 	int ret;
 
 	g_mutex_lock(&ino->lock);
-	st = ino->stage;
+	if (!st)
+		st = ino->stage;
 	if (!st || st->consumed) {
 		g_mutex_unlock(&ino->lock);
 		return 1;
@@ -448,7 +450,8 @@ static int publish_object(struct kvt_fs *fs, struct kvt_inode *ino,
  * Returns true when the caller must drop the inode's pending reference,
  * which it does once it holds no directory lock. */
 static bool inode_published(struct kvt_fs *fs, struct kvt_inode *ino,
-			    struct kvt_record *rec, int dirfd, const char *name)
+			    struct kvt_record *rec, int dirfd, const char *name,
+			    bool in_place)
 {
 	struct stat rst, ost;
 	bool drop = false;
@@ -459,6 +462,10 @@ static bool inode_published(struct kvt_fs *fs, struct kvt_inode *ino,
 	if (kvt_object_stat(fs->store, rec, &ost))
 		memset(&ost, 0, sizeof(ost));
 	g_mutex_lock(&ino->lock);
+	/* Written under its own name: the next version will be too, and its
+	 * writer moves the kernel's size under readers (see op_open). */
+	if (in_place)
+		ino->rewritten = true;
 	if (ino->stage && ino->stage->consumed) {
 		kvt_stage_put(fs->store, ino->stage);
 		ino->stage = NULL;
@@ -478,8 +485,10 @@ static void release_replaced(struct kvt_fs *fs, struct kvt_record *old,
 	kvt_record_clear(old);
 }
 
-/* Publication of a file written under its own name (FLUSH, fsync). */
-static int publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino)
+/* Publication of a file written under its own name (FLUSH, fsync): the
+ * version @st (NULL: the latest pending one). */
+static int publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino,
+			    struct kvt_stage *st)
 {
 	struct kvt_record rec, old;
 	struct kvt_inode *p;
@@ -495,7 +504,7 @@ static int publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino)
 	if (tmp)
 		return 0;
 
-	ret = publish_object(fs, ino, &rec);
+	ret = publish_object(fs, ino, st, &rec);
 	if (ret)
 		return ret > 0 ? 0 : ret;
 	p = kvt_lock_parent(fs, ino);
@@ -510,13 +519,7 @@ static int publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino)
 	ret = kvt_record_install(fs->store, p->fd, ino->name, &rec, &meta, &old);
 	if (ret == 0) {
 		release_replaced(fs, &old, &rec);
-		drop = inode_published(fs, ino, &rec, p->fd, ino->name);
-		/* Written under its own name: the next version will be too,
-		 * and its writer moves the kernel's size under readers (see
-		 * op_open). */
-		g_mutex_lock(&ino->lock);
-		ino->rewritten = true;
-		g_mutex_unlock(&ino->lock);
+		drop = inode_published(fs, ino, &rec, p->fd, ino->name, true);
 	}
 	g_mutex_unlock(&p->lock);
 	if (drop)
@@ -531,17 +534,20 @@ static int publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino)
 	return ret;
 }
 
-/* Starts a pending version of @ino (caller holds ino->lock). */
+/* The version a writer writes, referenced in *@out (caller holds
+ * ino->lock).  O_TRUNC starts a version of its own, so that two writers
+ * of one name (LMCache processes) never publish a mix of theirs; without
+ * it a writer joins the version pending, or starts one from the
+ * published bytes. */
 static int inode_begin_write(struct kvt_fs *fs, struct kvt_inode *ino, bool trunc,
-			     bool *ref_inode)
+			     bool *ref_inode, struct kvt_stage **out)
 {
 	struct kvt_stage *st;
 	int ret;
 
 	*ref_inode = false;
-	if (kvt_inode_pending(ino)) {
-		if (trunc)
-			kvt_stage_truncate(ino->stage, 0);
+	if (!trunc && kvt_inode_pending(ino)) {
+		*out = kvt_stage_ref(ino->stage);
 		return 0;
 	}
 	ret = kvt_stage_new(fs, ino, trunc ? 0 : UINT64_MAX, &st);
@@ -554,6 +560,7 @@ static int inode_begin_write(struct kvt_fs *fs, struct kvt_inode *ino, bool trun
 	else
 		*ref_inode = true;
 	ino->stage = st;
+	*out = kvt_stage_ref(st);
 	return 0;
 }
 
@@ -626,6 +633,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	h = g_new0(struct kvt_handle, 1);
 	g_mutex_lock(&ino->lock);
+	h->wstage = kvt_stage_ref(ino->stage);
 	open_writer(fs, ino, fi, h);
 	g_mutex_unlock(&ino->lock);
 	fill_entry(fs, ino, &e);
@@ -650,7 +658,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	g_mutex_unlock(&p->lock);
 	/* Nobody will write or close it: an empty file is complete now. */
 	if (ret == 0)
-		ret = publish_in_place(fs, ino);
+		ret = publish_in_place(fs, ino, NULL);
 	if (ret == 0) {
 		fill_entry(fs, ino, &e);
 		fuse_reply_entry(req, &e);
@@ -788,7 +796,7 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 		 * open for writing that writes nothing (touch) changes
 		 * nothing. */
 		if (fi->flags & O_TRUNC)
-			ret = inode_begin_write(fs, ino, true, &ref_inode);
+			ret = inode_begin_write(fs, ino, true, &ref_inode, &h->wstage);
 		if (ret == 0)
 			open_writer(fs, ino, fi, h);
 	} else if (h->fd >= 0) {
@@ -839,19 +847,27 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-/* The stage a writer's request goes to, referenced and read-locked;
- * starts a new version when the last one was published meanwhile. */
-static int writer_stage(struct kvt_fs *fs, struct kvt_inode *ino,
+/* The stage a writer's request goes to, referenced and read-locked: the
+ * handle's version (@h NULL: truncate by path, the inode's latest); once
+ * that was published, a new version from the published bytes. */
+static int writer_stage(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_handle *h,
 			struct kvt_stage **out)
 {
 	for (;;) {
-		struct kvt_stage *st;
-		bool ref_inode;
-		int ret;
+		struct kvt_stage *st = NULL;
+		bool ref_inode = false;
+		int ret = 0;
 
 		g_mutex_lock(&ino->lock);
-		ret = inode_begin_write(fs, ino, false, &ref_inode);
-		st = ret == 0 ? kvt_stage_ref(ino->stage) : NULL;
+		if (h && h->wstage && !h->wstage->consumed)
+			st = kvt_stage_ref(h->wstage);
+		else
+			ret = inode_begin_write(fs, ino, false, &ref_inode, &st);
+		if (ret == 0 && h && h->wstage != st) {
+			if (h->wstage)
+				kvt_stage_put(fs->store, h->wstage);
+			h->wstage = kvt_stage_ref(st);
+		}
 		g_mutex_unlock(&ino->lock);
 		if (ref_inode)
 			kvt_inode_ref(ino);
@@ -960,7 +976,7 @@ static void op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 	}
 	buf = g_malloc(size ? size : 1);
 	if (h->writer) {
-		int ret = writer_stage(fs, ino, &st);
+		int ret = writer_stage(fs, ino, h, &st);
 
 		if (ret < 0) {
 			fuse_reply_err(req, -ret);
@@ -986,7 +1002,8 @@ static void op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size,
 	struct kvt_stage *st;
 	int ret;
 
-	ret = writer_stage(fs, kvt_inode_of(fs, n), &st);
+	ret = writer_stage(fs, kvt_inode_of(fs, n),
+			   (struct kvt_handle *)(uintptr_t)fi->fh, &st);
 	if (ret == 0) {
 		ret = kvt_stage_write(st, buf, size, off);
 		put_stage(fs, st);
@@ -1003,7 +1020,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_handle *h = (struct kvt_handle *)(uintptr_t)fi->fh;
-	int ret = h->writer ? publish_in_place(fs, kvt_inode_of(fs, n)) : 0;
+	int ret = h->writer ? publish_in_place(fs, kvt_inode_of(fs, n), h->wstage) : 0;
 
 	fuse_reply_err(req, -ret);
 }
@@ -1013,7 +1030,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t n, int datasync,
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_handle *h = (struct kvt_handle *)(uintptr_t)fi->fh;
-	int ret = h->writer ? publish_in_place(fs, kvt_inode_of(fs, n)) : 0;
+	int ret = h->writer ? publish_in_place(fs, kvt_inode_of(fs, n), h->wstage) : 0;
 
 	if (ret == 0 && fsync(fs->store->objfd))
 		ret = -errno;
@@ -1036,18 +1053,20 @@ static void op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 		close(h->fd);
 	if (h->rstage)
 		kvt_stage_put(fs->store, h->rstage);
+	if (h->wstage)
+		kvt_stage_put(fs->store, h->wstage);
 	g_free(h);
 	fuse_reply_err(req, 0);
 }
 
 static int set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
-		    bool from_writer)
+		    struct kvt_handle *h)
 {
 	struct kvt_stage *st;
 	bool publish;
 	int ret;
 
-	ret = writer_stage(fs, ino, &st);
+	ret = writer_stage(fs, ino, h, &st);
 	if (ret < 0)
 		return ret;
 	ret = kvt_stage_truncate(st, size);
@@ -1055,10 +1074,10 @@ static int set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 	if (ret < 0)
 		return ret;
 	g_mutex_lock(&ino->lock);
-	publish = !from_writer && ino->writers == 0;
+	publish = !h && ino->writers == 0;
 	g_mutex_unlock(&ino->lock);
 	/* truncate(2) by path is a whole new version at once. */
-	return publish ? publish_in_place(fs, ino) : 0;
+	return publish ? publish_in_place(fs, ino, NULL) : 0;
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_set,
@@ -1077,7 +1096,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_s
 			fuse_reply_err(req, EISDIR);
 			return;
 		}
-		ret = set_size(fs, ino, attr->st_size, fi != NULL);
+		ret = set_size(fs, ino, attr->st_size,
+			       fi ? (struct kvt_handle *)(uintptr_t)fi->fh : NULL);
 		if (ret < 0)
 			goto out;
 	}
@@ -1338,7 +1358,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	 * rename of the record below. */
 	if (src && !src->is_dir && !(flags & RENAME_EXCHANGE) &&
 	    !kvt_is_tmp_name(fs, newname)) {
-		ret = publish_object(fs, src, &rec);
+		ret = publish_object(fs, src, NULL, &rec);
 		if (ret < 0)
 			goto reply;
 		publish = ret == 0;
@@ -1440,7 +1460,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		}
 	}
 	if (ret == 0 && publish)
-		drop = inode_published(fs, src, &rec, np->fd, newname);
+		drop = inode_published(fs, src, &rec, np->fd, newname, false);
 	unlock_two(p, np);
 	g_mutex_unlock(&fs->tree_lock);
 	if (drop)
