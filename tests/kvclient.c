@@ -40,6 +40,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -80,11 +83,29 @@ static const char usage_text[] =
 "               a name never disappears once published.\n"
 "  verify       walk DIR, check every *.bin and *.pt is one complete valid\n"
 "               version whose key matches its name; print the count.\n"
+"  probe        one vLLM-style load of the block of key --key-base (at its\n"
+"               vLLM-layout path, or at --file):\n"
+"               access(F_OK), open(O_RDONLY[|O_DIRECT]), ONE read of the\n"
+"               bytes from --offset (default 0) to the end of the block\n"
+"               (pread when --offset > 0), compare.  Prints ONE outcome on\n"
+"               stdout:  ok (every byte right) | enoent | eio | short <n>\n"
+"               (read returned n bytes) | wrong <offset> (first wrong byte,\n"
+"               file offset) | sigbus <offset> (--mmap) | error <ERRNO>.\n"
+"               enoent and eio come from access, open or read; the step is\n"
+"               named on stderr.  --mmap: open (never O_DIRECT), mmap the\n"
+"               block and copy it out instead of read().  --reread-after\n"
+"               FILE: after the first outcome keep the fd open, wait until\n"
+"               FILE exists (at most 120 s), read the same bytes again with\n"
+"               pread on that fd and print a second outcome line.\n"
+"               Exit 0 when every outcome is ok, else 1.\n"
+"  paths        print the path of each key BASE..BASE+N-1 in the vLLM\n"
+"               layout, relative to --dir, one per line.\n"
 "\n"
 "Options:\n"
 "  --dir DIR          directory to work in (required)\n"
 "  --blocks N         number of keys (default 64)\n"
-"  --key-base N       first key (default 0); keys are BASE..BASE+N-1\n"
+"  --key-base N       first key (default 0); keys are BASE..BASE+N-1;\n"
+"                     probe: the key of the block\n"
 "  --threads N        store/load/verify threads (default 16)\n"
 "  --writers N        lmcache/race writer threads (default 2)\n"
 "  --readers N        lmcache/race reader threads (default 4)\n"
@@ -92,7 +113,8 @@ static const char usage_text[] =
 "  --size BYTES       block size, K/M/G suffixes (default 2M; >= 32;\n"
 "                     a multiple of 4096 with --odirect)\n"
 "  --chunk BYTES      write chunk for llmd/lmcache (default 1M)\n"
-"  --odirect          use O_DIRECT (default for vllm-*)\n"
+"  --odirect          use O_DIRECT (default for vllm-* and probe without\n"
+"                     --mmap)\n"
 "  --buffered         no O_DIRECT (default for llmd*, lmcache, race, verify)\n"
 "  --version N        version to write / expect (default 1); for verify,\n"
 "                     require this version (default: any)\n"
@@ -110,6 +132,22 @@ static const char usage_text[] =
 "  --min N            verify: at least N blocks must be found\n"
 "  --no-tmp           verify: any *.tmp name found is a failure\n"
 "  --seed N           seed for temp-name suffixes (default: time and pid)\n"
+"  --offset BYTES     probe: first byte to read (default 0, < --size; a\n"
+"                     multiple of 4096 with --odirect)\n"
+"  --mmap             probe: read through mmap instead of read()\n"
+"  --reread-after FILE  probe: read again on the same fd once FILE exists\n"
+"  --file REL         probe: the file to load, relative to --dir (it must\n"
+"                     hold the block of key --key-base)\n"
+"  --report           vllm-load: a block that is absent (ENOENT) or\n"
+"                     unreadable (EIO) is not a failure but reported on\n"
+"                     stdout as \"<key> <step> enoent|eio\" (step: access,\n"
+"                     open or read); any other outcome is still a failure\n"
+"                     and is reported the same way (\"<key> read short <n>\",\n"
+"                     \"<key> read wrong <offset>\", \"<key> <step> error\n"
+"                     <ERRNO>\").  The summary line adds ok=N enoent=N eio=N.\n"
+"  --same             vllm-load: every thread loads every key, all threads\n"
+"                     the same key at once (they wait for each other before\n"
+"                     each key): --threads loads per key\n"
 "\n"
 "Each phase prints one summary line on stdout:\n"
 "  <command> <phase>: ops=N bytes=N errors=N ... secs=S MiB/s=R\n"
@@ -129,6 +167,9 @@ static struct {
 	int odirect; /* -1: command default */
 	int no_rename, stop_on_enospc, keep_going, no_tmp;
 	long long expect, min;
+	uint64_t offset;
+	int mmap, report, same;
+	const char *reread_after, *file;
 } O = {
 	.model = "kvclient-model",
 	.blocks = 64,
@@ -588,6 +629,19 @@ static const char *errname(int e)
 	case EROFS: return "EROFS";
 	case ESTALE: return "ESTALE";
 	case EBUSY: return "EBUSY";
+	case EPERM: return "EPERM";
+	case EBADF: return "EBADF";
+	case EFAULT: return "EFAULT";
+	case ENXIO: return "ENXIO";
+	case ENODATA: return "ENODATA";
+	case ENOTDIR: return "ENOTDIR";
+	case EISDIR: return "EISDIR";
+	case EOVERFLOW: return "EOVERFLOW";
+	case EAGAIN: return "EAGAIN";
+	case EINTR: return "EINTR";
+	case ENOMEM: return "ENOMEM";
+	case ENODEV: return "ENODEV";
+	case ECONNABORTED: return "ECONNABORTED";
 	default: return strerror(e);
 	}
 }
@@ -774,50 +828,255 @@ static void *vllm_store_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * The outcome of one load of a block, as a client sees it.  A load either
+ * returns every byte right (OC_OK) or fails with ENOENT or EIO; a short
+ * count, wrong bytes or another errno is never an acceptable answer.
+ */
+enum outcome { OC_OK, OC_ENOENT, OC_EIO, OC_SHORT, OC_WRONG, OC_SIGBUS,
+	       OC_ERROR };
+
+struct load_res {
+	enum outcome oc;
+	long long val;    /* OC_SHORT: bytes read; OC_WRONG, OC_SIGBUS: offset */
+	const char *step; /* "access", "open", "read", "mmap", "close" */
+	int err;          /* errno of OC_ENOENT, OC_EIO, OC_ERROR */
+};
+
+static struct load_res res_errno(const char *step, int e)
+{
+	struct load_res r = { OC_ERROR, 0, step, e };
+
+	if (e == ENOENT)
+		r.oc = OC_ENOENT;
+	else if (e == EIO)
+		r.oc = OC_EIO;
+	return r;
+}
+
+/* The outcome word(s) printed by probe: "ok", "short 4096", ... */
+static void res_word(const struct load_res *r, char *out, size_t n)
+{
+	switch (r->oc) {
+	case OC_OK: snprintf(out, n, "ok"); break;
+	case OC_ENOENT: snprintf(out, n, "enoent"); break;
+	case OC_EIO: snprintf(out, n, "eio"); break;
+	case OC_SHORT: snprintf(out, n, "short %lld", r->val); break;
+	case OC_WRONG: snprintf(out, n, "wrong %lld", r->val); break;
+	case OC_SIGBUS: snprintf(out, n, "sigbus %lld", r->val); break;
+	case OC_ERROR: snprintf(out, n, "error %s", errname(r->err)); break;
+	}
+}
+
+/* A sentence for a failure message. */
+static void res_msg(const struct load_res *r, uint64_t len, char *out,
+		    size_t n)
+{
+	const char *d = dflag() ? "|O_DIRECT" : "";
+
+	switch (r->oc) {
+	case OC_OK:
+		snprintf(out, n, "ok");
+		break;
+	case OC_SHORT:
+		snprintf(out, n, "short read: %lld of %" PRIu64 " bytes",
+			 r->val, len);
+		break;
+	case OC_WRONG:
+		snprintf(out, n, "wrong data (first wrong byte at file offset "
+			 "%lld)", r->val);
+		break;
+	case OC_SIGBUS:
+		snprintf(out, n, "SIGBUS reading the mapping at file offset "
+			 "%lld", r->val);
+		break;
+	default:
+		if (!strcmp(r->step, "access"))
+			snprintf(out, n, "lookup access(F_OK): %s",
+				 errname(r->err));
+		else if (!strcmp(r->step, "open"))
+			snprintf(out, n, "open(O_RDONLY%s): %s",
+				 O.mmap ? "" : d, errname(r->err));
+		else if (!strcmp(r->step, "read"))
+			snprintf(out, n, "read of %" PRIu64 " bytes: %s", len,
+				 errname(r->err));
+		else
+			snprintf(out, n, "%s: %s", r->step, errname(r->err));
+		break;
+	}
+}
+
+/* Read [off, O.size) of block @key on @fd with ONE call (read() at offset
+ * 0, as vLLM does; pread() otherwise) and compare. */
+static struct load_res read_check(int fd, uint64_t key, unsigned char *buf,
+				  uint64_t off, int use_pread)
+{
+	struct load_res r = { OC_OK, 0, "read", 0 };
+	uint64_t len = O.size - off;
+	long long bad;
+	ssize_t n;
+
+	memset(buf, 0xee, len);
+	if (use_pread || off)
+		n = pread(fd, buf, len, (off_t)off);
+	else
+		n = read(fd, buf, len);
+	if (n < 0)
+		return res_errno("read", errno);
+	if ((uint64_t)n < len) {
+		r.oc = OC_SHORT;
+		r.val = n;
+		return r;
+	}
+	bad = check_range(buf, off, len, key, O.version, O.size);
+	if (bad >= 0) {
+		r.oc = OC_WRONG;
+		r.val = bad;
+	}
+	return r;
+}
+
+static sigjmp_buf g_bus_jmp;
+static volatile sig_atomic_t g_bus_armed;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	if (g_bus_armed)
+		siglongjmp(g_bus_jmp, 1);
+	signal(SIGBUS, SIG_DFL);
+	raise(SIGBUS);
+}
+
+/* Copy [off, O.size) of the block out of a shared read-only mapping. */
+static struct load_res mmap_check(int fd, uint64_t key, unsigned char *buf,
+				  uint64_t off)
+{
+	struct load_res r = { OC_OK, 0, "mmap", 0 };
+	volatile uint64_t pos = off;
+	unsigned char *m;
+	long long bad;
+
+	m = mmap(NULL, O.size, PROT_READ, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return res_errno("mmap", errno);
+	signal(SIGBUS, on_sigbus);
+	if (sigsetjmp(g_bus_jmp, 1) == 0) {
+		g_bus_armed = 1;
+		/* page by page, so that a SIGBUS names its page */
+		while (pos < O.size) {
+			uint64_t n = O.size - pos < ALIGN ? O.size - pos : ALIGN;
+
+			memcpy(buf + (pos - off), m + pos, n);
+			pos += n;
+		}
+		g_bus_armed = 0;
+	} else {
+		g_bus_armed = 0;
+		munmap(m, O.size);
+		r.oc = OC_SIGBUS;
+		r.val = (long long)pos;
+		return r;
+	}
+	munmap(m, O.size);
+	bad = check_range(buf, off, O.size - off, key, O.version, O.size);
+	if (bad >= 0) {
+		r.oc = OC_WRONG;
+		r.val = bad;
+	}
+	return r;
+}
+
+/*
+ * One load of block @key at @path: access(F_OK), open, one read from @off
+ * (or through mmap with --mmap), compare.  With @fdp the fd stays open and
+ * is returned there (-1 if the open failed); else it is closed.
+ */
+static struct load_res load_once(const char *path, uint64_t key,
+				 unsigned char *buf, uint64_t off, int *fdp)
+{
+	struct load_res r;
+	int fd;
+
+	if (fdp)
+		*fdp = -1;
+	if (access(path, F_OK) < 0)
+		return res_errno("access", errno);
+	fd = open(path, O_RDONLY | (O.mmap ? 0 : dflag()));
+	if (fd < 0)
+		return res_errno("open", errno);
+	if (O.mmap)
+		r = mmap_check(fd, key, buf, off);
+	else
+		r = read_check(fd, key, buf, off, 0);
+	if (fdp) {
+		*fdp = fd;
+	} else if (close(fd) < 0 && r.oc == OC_OK) {
+		r = res_errno("close", errno);
+	}
+	return r;
+}
+
+static struct {
+	atomic_ullong ok, enoent, eio;
+} g_report;
+
+static pthread_barrier_t g_same_barrier;
+
+/* The next key index for this thread: the shared counter, or with --same
+ * every index in turn, after all threads are ready for it. */
+static long long next_load_index(long long *mine)
+{
+	if (!O.same)
+		return next_index();
+	if (++*mine >= (long long)O.blocks)
+		return -1;
+	pthread_barrier_wait(&g_same_barrier);
+	return *mine;
+}
+
 static void *vllm_load_thread(void *arg)
 {
 	struct worker *w = arg;
 	struct counters *c = w->c;
 	unsigned char *buf = alloc_buf(O.size);
-	char path[PATH_MAX];
-	long long i;
+	char path[PATH_MAX], msg[200];
+	long long i, mine = -1;
 
-	while ((i = next_index()) >= 0) {
+	while ((i = next_load_index(&mine)) >= 0) {
 		uint64_t key = O.key_base + (uint64_t)i;
-		ssize_t n;
-		int fd;
+		struct load_res r;
 
 		vllm_path(path, sizeof(path), key);
 		atomic_fetch_add(&c->ops, 1);
-		if (access(path, F_OK) < 0) {
-			failf(path, 0, "lookup access(F_OK): %s", errname(errno));
+		r = load_once(path, key, buf, 0, NULL);
+		if (r.oc == OC_OK) {
+			atomic_fetch_add(&c->bytes, O.size);
+			atomic_fetch_add(&g_report.ok, 1);
 			continue;
 		}
-		fd = open(path, O_RDONLY | dflag());
-		if (fd < 0) {
-			failf(path, 0, "open(O_RDONLY%s): %s",
-			      dflag() ? "|O_DIRECT" : "", errname(errno));
+		if (O.report) {
+			res_word(&r, msg, sizeof(msg));
+			pthread_mutex_lock(&g_out_mu);
+			printf("%" PRIu64 " %s %s\n", key, r.step, msg);
+			pthread_mutex_unlock(&g_out_mu);
+			if (r.oc == OC_ENOENT) {
+				atomic_fetch_add(&g_report.enoent, 1);
+				continue;
+			}
+			if (r.oc == OC_EIO) {
+				atomic_fetch_add(&g_report.eio, 1);
+				continue;
+			}
+		}
+		if (r.oc == OC_WRONG) {
+			/* the detailed account: header, key, version, offset */
+			check_whole(path, buf, O.size, key, O.version, O.size,
+				    NULL, NULL);
 			continue;
 		}
-		memset(buf, 0xee, O.size);
-		n = read(fd, buf, O.size);
-		if (n < 0) {
-			failf(path, 0, "read of %zu bytes: %s", O.size,
-			      errname(errno));
-			close(fd);
-			continue;
-		}
-		if (close(fd) < 0) {
-			failf(path, 0, "close: %s", errname(errno));
-			continue;
-		}
-		if ((size_t)n < O.size) {
-			failf(path, n, "short read: %zd of %zu bytes", n, O.size);
-			continue;
-		}
-		atomic_fetch_add(&c->bytes, (unsigned long long)n);
-		check_whole(path, buf, (size_t)n, key, O.version, O.size,
-			    NULL, NULL);
+		res_msg(&r, O.size, msg, sizeof(msg));
+		failf(path, r.oc == OC_SHORT ? r.val : 0, "%s", msg);
 	}
 	free(buf);
 	return NULL;
@@ -842,10 +1101,88 @@ static int cmd_vllm_store(void)
 static int cmd_vllm_load(void)
 {
 	struct counters c = { 0 };
+	char extra[160];
 	double t0 = now_sec();
 
+	if (O.same &&
+	    pthread_barrier_init(&g_same_barrier, NULL, (unsigned)O.threads))
+		die("pthread_barrier_init failed");
 	run_threads(O.threads, vllm_load_thread, &c);
-	summary("load", &c, t0, NULL);
+	if (O.same)
+		pthread_barrier_destroy(&g_same_barrier);
+	snprintf(extra, sizeof(extra), "ok=%llu enoent=%llu eio=%llu",
+		 atomic_load(&g_report.ok), atomic_load(&g_report.enoent),
+		 atomic_load(&g_report.eio));
+	summary("load", &c, t0, O.report ? extra : NULL);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* probe, paths                                                       */
+
+static void probe_print(const char *path, const struct load_res *r)
+{
+	char word[64], msg[200];
+
+	res_word(r, word, sizeof(word));
+	printf("%s\n", word);
+	fflush(stdout);
+	if (r->oc != OC_OK) {
+		res_msg(r, O.size - O.offset, msg, sizeof(msg));
+		fprintf(stderr, "kvclient probe: %s: %s\n", path, msg);
+	}
+}
+
+static int cmd_probe(void)
+{
+	unsigned char *buf = alloc_buf(O.size);
+	uint64_t key = O.key_base;
+	char path[PATH_MAX];
+	struct load_res r;
+	int fd, bad;
+
+	if (O.file)
+		snprintf(path, sizeof(path), "%s/%s", O.dir, O.file);
+	else
+		vllm_path(path, sizeof(path), key);
+	r = load_once(path, key, buf, O.offset, O.reread_after ? &fd : NULL);
+	probe_print(path, &r);
+	bad = r.oc != OC_OK;
+	if (O.reread_after && fd >= 0) {
+		double t0 = now_sec();
+
+		while (access(O.reread_after, F_OK) < 0) {
+			if (now_sec() - t0 > 120)
+				die("probe: %s did not appear within 120 s",
+				    O.reread_after);
+			usleep(10000);
+		}
+		if (O.mmap)
+			r = mmap_check(fd, key, buf, O.offset);
+		else
+			r = read_check(fd, key, buf, O.offset, 1);
+		probe_print(path, &r);
+		bad |= r.oc != OC_OK;
+		if (close(fd) < 0)
+			fprintf(stderr, "kvclient probe: %s: close: %s\n", path,
+				errname(errno));
+	} else if (O.reread_after) {
+		printf("not-opened\n");
+		bad = 1;
+	}
+	free(buf);
+	return bad;
+}
+
+static int cmd_paths(void)
+{
+	char path[PATH_MAX];
+	size_t skip = strlen(O.dir) + 1;
+
+	for (uint64_t i = 0; i < O.blocks; i++) {
+		vllm_path(path, sizeof(path), O.key_base + i);
+		printf("%s\n", path + skip);
+	}
 	return 0;
 }
 
@@ -1690,7 +2027,7 @@ int main(int argc, char **argv)
 {
 	static const char *const cmds[] = {
 		"vllm-store", "vllm-load", "llmd-store", "llmd-load", "llmd",
-		"lmcache", "race", "verify",
+		"lmcache", "race", "verify", "probe", "paths",
 	};
 	int i, rc, known = 0;
 	struct stat st;
@@ -1737,6 +2074,10 @@ int main(int argc, char **argv)
 			O.keep_going = 1;
 		else if (FLAG("--no-tmp"))
 			O.no_tmp = 1;
+		else if (FLAG("--mmap"))
+			O.mmap = 1;
+		else if (FLAG("--report"))
+			O.report = 1;
 		else if (FLAG("--help")) {
 			fputs(usage_text, stdout);
 			return 0;
@@ -1772,6 +2113,14 @@ int main(int argc, char **argv)
 			O.expect = (long long)parse_num(name, v, 0);
 		else if (ARG("--min"))
 			O.min = (long long)parse_num(name, v, 0);
+		else if (ARG("--offset"))
+			O.offset = parse_num(name, v, 1);
+		else if (ARG("--reread-after"))
+			O.reread_after = v;
+		else if (ARG("--file"))
+			O.file = v;
+		else if (FLAG("--same"))
+			O.same = 1;
 		else
 			usage_error("unknown option or missing value: '%s'", a);
 #undef FLAG
@@ -1780,8 +2129,11 @@ int main(int argc, char **argv)
 
 	if (!O.dir)
 		usage_error("--dir DIR is required");
+	if (O.mmap && O.odirect > 0)
+		usage_error("--mmap and --odirect exclude each other");
 	if (O.odirect < 0)
-		O.odirect = !strncmp(O.cmd, "vllm-", 5);
+		O.odirect = !strncmp(O.cmd, "vllm-", 5) ||
+			    (!strcmp(O.cmd, "probe") && !O.mmap);
 	/*
 	 * Checkers report every bad block, and lmcache/race run all their
 	 * rounds (so that the final state is checked too); the stores stop
@@ -1809,6 +2161,15 @@ int main(int argc, char **argv)
 		usage_error("--no-rename is for vllm-store");
 	if ((O.expect >= 0 || O.min >= 0 || O.no_tmp) && strcmp(O.cmd, "verify"))
 		usage_error("--expect, --min and --no-tmp are for verify");
+	if ((O.offset || O.mmap || O.reread_after || O.file) &&
+	    strcmp(O.cmd, "probe"))
+		usage_error("--offset, --mmap, --reread-after and --file are for "
+			    "probe");
+	if (O.offset >= O.size || (O.odirect && O.offset % ALIGN))
+		usage_error("--offset must be below --size (a multiple of %d "
+			    "with --odirect)", ALIGN);
+	if ((O.report || O.same) && strcmp(O.cmd, "vllm-load"))
+		usage_error("--report and --same are for vllm-load");
 	if (stat(O.dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		usage_error("--dir %s: not a directory", O.dir);
 
@@ -1827,6 +2188,10 @@ int main(int argc, char **argv)
 		rc = cmd_llmd();
 	else if (!strcmp(O.cmd, "verify"))
 		rc = cmd_verify();
+	else if (!strcmp(O.cmd, "probe"))
+		rc = cmd_probe();
+	else if (!strcmp(O.cmd, "paths"))
+		rc = cmd_paths();
 	else
 		rc = cmd_concurrent();
 
