@@ -924,11 +924,19 @@ static ssize_t read_object(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *
 	struct kvt_torn_info torn = { .why = KVT_TORN_SHORT };
 	g_autofree char *buf = NULL;
 	size_t have = 0;
+	struct stat st;
 	ssize_t got;
 	int rfd;
 
 	if (__atomic_load_n(&ino->purges, __ATOMIC_ACQUIRE) != h->purges)
 		return -EIO;
+	/* A read of several requests must fail at its first one: the kernel
+	 * returns what the earlier ones got when a later one fails. */
+	if (want && fstat(h->fd, &st) == 0 && (uint64_t)st.st_size < h->rec.size) {
+		torn.found_size = st.st_size;
+		kvt_purge_inode(fs, ino, &h->rec, &torn, note);
+		return -EIO;
+	}
 	rfd = want ? kvt_splice_fill(h->fd, off, want, &have) : -ENOSYS;
 	if (rfd >= 0) {
 		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(want);

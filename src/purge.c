@@ -44,12 +44,12 @@ static void log_purge(struct kvt_fs *fs, struct kvt_inode *p, const char *name,
 		break;
 	case KVT_TORN_MISSING:
 		g_warning("purged %s: object %s: missing object: expected %" G_GUINT64_FORMAT
-			  " bytes, found none", path, obj, rec->size);
+			  ", found none", path, obj, rec->size);
 		break;
 	case KVT_TORN_SIZE:
 	case KVT_TORN_SHORT:
 		g_warning("purged %s: object %s: %s: expected %" G_GUINT64_FORMAT
-			  " bytes, found %" G_GUINT64_FORMAT, path, obj,
+			  ", found %" G_GUINT64_FORMAT, path, obj,
 			  torn->why == KVT_TORN_SIZE ? "torn by size" : "short read",
 			  rec->size, torn->found_size);
 		break;
@@ -82,12 +82,16 @@ void kvt_purge_locked(struct kvt_fs *fs, struct kvt_inode *p, const char *name,
 {
 	int ret = kvt_store_purge(fs->store, p->fd, name, rec);
 
-	if (ret < 0 && ret != -ENOENT)
+	if (ret < 0)
 		g_warning("purge of %s: %s", name, g_strerror(-ret));
 	if (rec)
 		kvt_verifier_forget(fs->verifier, &rec->hash);
-	log_purge(fs, p, name, rec, torn);
-	count(fs, torn);
+	/* Racing requests find the same torn object: the one that removed
+	 * it tells. */
+	if (ret != 0) {
+		log_purge(fs, p, name, rec, torn);
+		count(fs, torn);
+	}
 	note->parent = kvt_nodeid_of(fs, p);
 	note->name = g_strdup(name);
 	note->child = 0;
@@ -117,11 +121,13 @@ void kvt_purge_inode(struct kvt_fs *fs, struct kvt_inode *ino,
 	} else {
 		/* Renamed over or unlinked meanwhile: the name is no longer
 		 * this object's, but the torn object still goes. */
-		kvt_store_purge(fs->store, -1, NULL, rec);
+		int ret = kvt_store_purge(fs->store, -1, NULL, rec);
+
 		kvt_verifier_forget(fs->verifier, &rec->hash);
-		if (p)
+		if (ret != 0 && p)
 			log_purge(fs, p, ino->name, rec, torn);
-		count(fs, torn);
+		if (ret != 0)
+			count(fs, torn);
 		__atomic_add_fetch(&ino->purges, 1, __ATOMIC_RELEASE);
 		note->child = kvt_nodeid_of(fs, ino);
 	}

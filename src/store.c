@@ -610,7 +610,7 @@ int kvt_store_purge(struct kvt_store *s, int dirfd, const char *name,
 {
 	g_autofree char *refp = NULL, *anchor = NULL;
 	struct stat rst, ast;
-	int ret = 0;
+	int removed = 0, ret = 0;
 
 	if (name) {
 		g_autofree char *tmp = stage_name(s, 'p');
@@ -621,7 +621,8 @@ int kvt_store_purge(struct kvt_store *s, int dirfd, const char *name,
 		 * another mount had meanwhile put a new version there, it
 		 * goes back. */
 		if (renameat(dirfd, name, s->stagefd, tmp)) {
-			ret = -errno;
+			if (errno != ENOENT)
+				ret = -errno;
 		} else if (rec && kvt_record_read(s, s->stagefd, tmp, &now, &st) == 0) {
 			bool other = strcmp(now.ref, rec->ref) != 0;
 
@@ -630,21 +631,25 @@ int kvt_store_purge(struct kvt_store *s, int dirfd, const char *name,
 					kvt_object_release(s, &now);
 				unlinkat(s->stagefd, tmp, 0);
 			}
+			removed |= !other;
 			kvt_record_clear(&now);
 		} else {
 			unlinkat(s->stagefd, tmp, 0);
+			removed = 1;
 		}
 	}
 	if (!rec)
-		return ret;
+		return ret < 0 ? ret : removed;
 	refp = kvt_object_ref_path(&rec->hash, rec->ref);
 	anchor = kvt_object_anchor_path(&rec->hash);
 	if (fstatat(s->objfd, refp, &rst, AT_SYMLINK_NOFOLLOW) == 0) {
-		if (unlinkat(s->objfd, refp, 0) && errno != ENOENT && !ret)
+		if (unlinkat(s->objfd, refp, 0) == 0)
+			removed = 1;
+		else if (errno != ENOENT && !ret)
 			ret = -errno;
 		if (fstatat(s->objfd, anchor, &ast, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    ast.st_ino == rst.st_ino && ast.st_dev == rst.st_dev)
 			unlinkat(s->objfd, anchor, 0);
 	}
-	return ret;
+	return ret < 0 ? ret : removed;
 }

@@ -80,6 +80,7 @@ int kvt_record_remove(struct kvt_store *s, int dirfd, const char *name);
  * @dirfd/@name goes if it still names @rec's reference (or does not parse:
  * then @rec is NULL); then @rec's reference and, when it is the same
  * file, the anchor, so that no later store dedups against torn bytes.
- * @name may be NULL (the object alone). */
+ * @name may be NULL (the object alone).  Returns 1 when it removed
+ * something, 0 when another purge had already (nothing left to count). */
 int kvt_store_purge(struct kvt_store *s, int dirfd, const char *name,
 		    const struct kvt_record *rec);

@@ -150,9 +150,11 @@ static void test_purge(struct kvt_store *s)
 	anchor = kvt_object_anchor_path(&a.hash);
 	ref_a = kvt_object_ref_path(&a.hash, a.ref);
 	ref_b = kvt_object_ref_path(&b.hash, b.ref);
-	ok(kvt_store_purge(s, s->namesfd, "pa", &a) == 0 && !exists_at(s->namesfd, "pa") &&
+	ok(kvt_store_purge(s, s->namesfd, "pa", &a) == 1 && !exists_at(s->namesfd, "pa") &&
 	   !exists_at(s->objfd, ref_a) && !exists_at(s->objfd, anchor),
 	   "purge removes the name, its reference and the anchor");
+	ok(kvt_store_purge(s, s->namesfd, "pa", &a) == 0,
+	   "a second purge of the same finds nothing to remove (not counted twice)");
 	ok(exists_at(s->namesfd, "pb") && exists_at(s->objfd, ref_b),
 	   "the other name keeps its own reference");
 	ok(store_bytes(s, "pc", 'p', 65536, &c) == 0, "the same bytes are stored again");
@@ -163,7 +165,7 @@ static void test_purge(struct kvt_store *s)
 
 	/* The name was replaced by another version meanwhile: it stays. */
 	ok(store_bytes(s, "pb", 'q', 4096, &d) == 0 &&
-	   kvt_store_purge(s, s->namesfd, "pb", &b) == 0 && exists_at(s->namesfd, "pb"),
+	   kvt_store_purge(s, s->namesfd, "pb", &b) == 1 && exists_at(s->namesfd, "pb"),
 	   "purge of a replaced version keeps the name's new record");
 	{
 		struct kvt_record now;
@@ -180,7 +182,7 @@ static void test_purge(struct kvt_store *s)
 		ok(fd >= 0 && write(fd, "not a record\n", 13) == 13, "a garbage record is written");
 		close(fd);
 	}
-	ok(kvt_store_purge(s, s->namesfd, "garbage", NULL) == 0 &&
+	ok(kvt_store_purge(s, s->namesfd, "garbage", NULL) == 1 &&
 	   !exists_at(s->namesfd, "garbage"), "purge of an unparsable record removes it");
 	kvt_record_clear(&a);
 	kvt_record_clear(&b);
@@ -262,7 +264,7 @@ int main(void)
 	g_autoptr(GError) err = NULL;
 	struct kvt_store *s;
 
-	printf("1..25\n");
+	printf("1..26\n");
 	s = kvt_store_open(top, &err);
 	ok(s != NULL, "a store is created");
 	if (!s)
