@@ -1,15 +1,21 @@
-/* mkstore: fills a kvtierfs store with N small named objects through the
- * store API, as fast as the lower disk allows, for the large-store tests.
+/* mkstore: large stores for the tests.
  *
- *     mkstore LOWERDIR N
+ *     mkstore fill LOWERDIR N         N small named objects, through the
+ *                                     store API (no mount)
+ *     mkstore lookup DIR N COUNT      access(F_OK) COUNT of those names
+ *                                     under DIR (a mount of the store),
+ *                                     spread over the store, each once
+ *                                     while COUNT <= N; each must exist
  *
  * Names: <3 hex>/<16 hex>.bin, 4096 directories; object i holds 64 bytes
  * derived from i, so that every object is distinct.  Prints the time
- * taken.  Exit 0 on success, 1 on error, 2 on usage. */
+ * taken and, for lookup, the rate.  Exit 0 on success, 1 on error, 2 on
+ * usage. */
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,20 +24,61 @@
 
 #include "../src/store.h"
 
+static void content(uint64_t i, uint64_t buf[8], char name[32])
+{
+	for (int w = 0; w < 8; w++)
+		buf[w] = (i + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)w << 56;
+	snprintf(name, 32, "%03x/%016" PRIx64 ".bin", (unsigned)(buf[0] >> 52), i);
+}
+
+static int lookup(const char *dir, uint64_t n, uint64_t count)
+{
+	gint64 t0 = g_get_monotonic_time();
+	double secs;
+
+	for (uint64_t k = 0; k < count; k++) {
+		/* A prime stride visits distinct names, spread over the
+		 * directories (n is not a multiple of it in the tests). */
+		uint64_t buf[8], i = (k * 7919 + 13) % n;
+		char name[32], path[PATH_MAX];
+
+		content(i, buf, name);
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		if (access(path, F_OK)) {
+			fprintf(stderr, "mkstore: %s: %s\n", path, g_strerror(errno));
+			return 1;
+		}
+	}
+	secs = (g_get_monotonic_time() - t0) / 1e6;
+	printf("mkstore lookup: %" PRIu64 " of %" PRIu64 " names in %.3f s: %.0f ops/s\n",
+	       count, n, secs, count / secs);
+	return 0;
+}
+
+static bool number(const char *s, uint64_t *out)
+{
+	char *end;
+
+	*out = strtoull(s, &end, 10);
+	return *s && !*end && *out > 0;
+}
+
 int main(int argc, char **argv)
 {
 	g_autoptr(GError) err = NULL;
 	struct kvt_meta meta = { .mode = 0644 };
 	struct kvt_store *s;
 	gint64 t0 = g_get_monotonic_time();
-	char *end;
-	uint64_t n;
+	uint64_t n, count;
 
-	if (argc != 3 || !(n = strtoull(argv[2], &end, 10)) || *end) {
-		fprintf(stderr, "usage: mkstore LOWERDIR N\n");
+	if (argc == 5 && !strcmp(argv[1], "lookup") && number(argv[3], &n) &&
+	    number(argv[4], &count))
+		return lookup(argv[2], n, count);
+	if (argc != 4 || strcmp(argv[1], "fill") || !number(argv[3], &n)) {
+		fprintf(stderr, "usage: mkstore fill LOWERDIR N | mkstore lookup DIR N COUNT\n");
 		return 2;
 	}
-	s = kvt_store_open(argv[1], &err);
+	s = kvt_store_open(argv[2], &err);
 	if (!s) {
 		fprintf(stderr, "mkstore: %s\n", err->message);
 		return 1;
@@ -52,10 +99,7 @@ int main(int argc, char **argv)
 		char name[32];
 		int fd, ret;
 
-		for (int w = 0; w < 8; w++)
-			buf[w] = (i + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)w << 56;
-		snprintf(name, sizeof(name), "%03x/%016" PRIx64 ".bin",
-			 (unsigned)(buf[0] >> 52), i);
+		content(i, buf, name);
 		ret = kvt_stage_create(s, &fd, &stage);
 		if (ret == 0 && write(fd, buf, sizeof(buf)) != sizeof(buf))
 			ret = -EIO;
