@@ -146,6 +146,15 @@ static char *check_mountpoint(const char *arg)
 	return real;
 }
 
+/* @path is @dir or under it ("/a/b" is not under "/a/bc"). */
+static bool path_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(path, dir, n) &&
+	       (path[n] == '\0' || path[n] == '/' || (n == 1 && dir[0] == '/'));
+}
+
 static char *check_lowerdir(const char *arg, const char *mnt)
 {
 	struct stat st;
@@ -158,8 +167,7 @@ static char *check_lowerdir(const char *arg, const char *mnt)
 	real = realpath(arg, NULL);
 	if (!real)
 		die("LOWERDIR %s: %s", arg, g_strerror(errno));
-	if (!strcmp(real, mnt) || g_str_has_prefix(real, mnt) ||
-	    g_str_has_prefix(mnt, real))
+	if (path_within(real, mnt) || path_within(mnt, real))
 		die("LOWERDIR %s and MOUNTPOINT must not contain each other", arg);
 	return real;
 }

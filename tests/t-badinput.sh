@@ -8,7 +8,7 @@
 SIZE=$((2 << 20))
 
 kvt_require_root
-plan 30
+plan 34
 kvt_setup
 
 C="$T/cases"
@@ -130,6 +130,14 @@ printf 'precious\n' >"$C/foreign/data.txt"
 printf 'more\n' >"$C/foreign/sub/other"
 try_bad "non-empty LOWERDIR that is not a store" "$C" \
 	"$C/foreign" "$MNT"
+mkdir -p "$C/nest/lower"
+try_bad "LOWERDIR inside MOUNTPOINT" "$C" "$C/nest/lower" "$C/nest"
+try_bad "MOUNTPOINT inside LOWERDIR" "$C" "$C/nest" "$C/nest/lower"
+
+# A name that merely begins like the other one is not inside it.
+mkdir "$T/pre" "$T/pre.mnt"
+kvt_start "$T/pre" "$T/pre.mnt"
+kvt_stop "$T/pre.mnt" "$KVT_LAST_PID"
 
 # --- ENOSPC: a 24 MiB tmpfs as LOWERDIR -----------------------------------
 mkdir "$T/small"
