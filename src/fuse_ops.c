@@ -79,11 +79,42 @@ static void fill_entry(struct kvt_fs *fs, struct kvt_inode *ino,
 	inode_attr(ino, &e->attr);
 }
 
-/* One more kernel lookup of @ino; caller holds the parent's lock. */
-static void count_lookup(struct kvt_inode *ino)
+/* Enters a file the kernel now knows into fs->lru, and asks the kernel
+ * to drop the oldest names past fs->max_inodes (caller holds the parent's
+ * lock, which keeps ino->name). */
+static void lru_add(struct kvt_fs *fs, struct kvt_inode *ino)
 {
-	if (ino->nlookup++ == 0)
+	struct kvt_lru_entry *e = g_new0(struct kvt_lru_entry, 1);
+	struct kvt_purge_note drop[16];
+	int n = 0;
+
+	e->link.data = e;
+	e->ino = ino;
+	e->parent = kvt_nodeid_of(fs, ino->parent);
+	e->name = g_strdup(ino->name);
+	g_mutex_lock(&fs->lru_lock);
+	ino->lru = e;
+	g_queue_push_tail_link(&fs->lru, &e->link);
+	while (fs->lru.length > fs->max_inodes && n < (int)G_N_ELEMENTS(drop)) {
+		struct kvt_lru_entry *old = g_queue_pop_head_link(&fs->lru)->data;
+
+		old->ino->lru = NULL;
+		drop[n++] = (struct kvt_purge_note){ .parent = old->parent, .name = old->name };
+		g_free(old);
+	}
+	g_mutex_unlock(&fs->lru_lock);
+	for (int i = 0; i < n; i++)
+		kvt_purge_notify(fs, &drop[i], false);
+}
+
+/* One more kernel lookup of @ino; caller holds the parent's lock. */
+static void count_lookup(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	if (ino->nlookup++ == 0) {
 		kvt_inode_ref(ino);
+		if (!ino->is_dir && !ino->lru)
+			lru_add(fs, ino);
+	}
 }
 
 /* Takes a published record into @ino (caller holds ino->lock). */
@@ -281,7 +312,7 @@ static int do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, const char *na
 	if (ret < 0)
 		goto out;
 found:
-	count_lookup(child);
+	count_lookup(fs, child);
 	fill_entry(fs, child, e);
 out:
 	g_mutex_unlock(&parent->lock);
@@ -609,7 +640,7 @@ static int new_pending_file(struct kvt_fs *fs, struct kvt_inode *p, const char *
 	clock_gettime(CLOCK_REALTIME, &ino->meta.st_mtim);
 	ino->meta.st_atim = ino->meta.st_ctim = ino->meta.st_mtim;
 	kvt_inode_attach(p, ino);
-	count_lookup(ino);
+	count_lookup(fs, ino);
 	*out = ino;
 	return 0;
 }
@@ -1329,7 +1360,8 @@ static void unlock_two(struct kvt_inode *a, struct kvt_inode *b)
 
 /* Moves @ino to @np/@name in the tables (caller holds the tree lock and
  * both directories' locks). */
-static void move_child(struct kvt_inode *ino, struct kvt_inode *np, const char *name)
+static void move_child(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_inode *np,
+		       const char *name)
 {
 	struct kvt_inode *op = ino->parent;
 
@@ -1340,6 +1372,13 @@ static void move_child(struct kvt_inode *ino, struct kvt_inode *np, const char *
 	ino->parent = np;
 	g_hash_table_replace(np->children, ino->name, ino);
 	kvt_inode_ref(np);
+	g_mutex_lock(&fs->lru_lock);
+	if (ino->lru) {
+		g_free(ino->lru->name);
+		ino->lru->name = g_strdup(name);
+		ino->lru->parent = kvt_nodeid_of(fs, np);
+	}
+	g_mutex_unlock(&fs->lru_lock);
 	/* The old parent's reference is dropped by the caller, unlocked. */
 }
 
@@ -1485,7 +1524,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			}
 			if (src) {
 				unref_parent = src->parent;
-				move_child(src, np, newname);
+				move_child(fs, src, np, newname);
 			}
 		}
 	}

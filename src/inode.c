@@ -62,6 +62,13 @@ void kvt_inode_detach(struct kvt_inode *child)
 
 static void inode_free(struct kvt_fs *fs, struct kvt_inode *ino)
 {
+	g_mutex_lock(&fs->lru_lock);
+	if (ino->lru) {
+		g_queue_unlink(&fs->lru, &ino->lru->link);
+		g_free(ino->lru->name);
+		g_free(ino->lru);
+	}
+	g_mutex_unlock(&fs->lru_lock);
 	if (ino->stage)
 		kvt_stage_put(fs->store, ino->stage);
 	if (ino->release_on_free)

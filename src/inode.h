@@ -21,6 +21,15 @@
 #include "store.h"
 #include "verify.h"
 
+/* A file the kernel knows, in the order it learnt of them (see
+ * kvt_fs.lru). */
+struct kvt_lru_entry {
+	GList link;
+	struct kvt_inode *ino;
+	uint64_t parent;      /* nodeid of the directory */
+	char *name;
+};
+
 struct kvt_inode {
 	gint refs;            /* kernel lookups (one), pending stage (one),
 			       * children (one each); 0 frees */
@@ -50,6 +59,7 @@ struct kvt_inode {
 	bool rewritten;       /* a version was written in place at some time */
 	bool release_on_free; /* replaced: the object goes with the inode */
 	int cache_readers;    /* open readers using the page cache */
+	struct kvt_lru_entry *lru; /* under fs->lru_lock */
 	guint purges;         /* atomic: bumped when a version is purged, so
 			       * that handles opened before get EIO */
 	char cache_ref[KVT_REF_MAX]; /* object whose bytes the page cache holds */
@@ -68,6 +78,13 @@ struct kvt_fs {
 	bool verify_always;   /* hash on every open, not once per mount */
 	GThreadPool *notifier; /* kernel cache invalidations, off the
 				* request threads */
+	/* The files the kernel knows, oldest first.  The kernel keeps what it
+	 * looked up until memory runs short, and each costs an inode here;
+	 * past max_inodes the oldest names are dropped from its dentry cache
+	 * (it then forgets them), so the daemon's memory stays bounded. */
+	GMutex lru_lock;
+	GQueue lru;
+	guint max_inodes;
 };
 
 struct kvt_inode *kvt_inode_new_dir(struct kvt_inode *parent, const char *name,

@@ -23,6 +23,7 @@ struct options {
 	char *tmp_suffix;
 	double entry_timeout, attr_timeout, negative_timeout;
 	int max_threads;
+	guint max_inodes;
 	gboolean verify_always;
 	guint verify_cache;
 	GString *fuse_opts;    /* -o options passed on to libfuse */
@@ -91,6 +92,10 @@ static void parse_o(struct options *o)
 					o->verify_always = FALSE;
 				else
 					die("-o verify: expects 'once' or 'always'");
+			} else if (KEY("max_inodes")) {
+				if (!val || !parse_number(val, 64, 1e9, &num))
+					die("-o max_inodes: expects a number of files (64-1000000000)");
+				o->max_inodes = (guint)num;
 			} else if (KEY("verify_cache")) {
 				if (!val || !parse_number(val, 16, 1e9, &num))
 					die("-o verify_cache: expects a number of objects (16-1000000000)");
@@ -204,6 +209,7 @@ int main(int argc, char **argv)
 		.attr_timeout = 1.0,
 		.max_threads = 64,
 		.verify_cache = 100000,
+		.max_inodes = 65536,
 	};
 	GOptionEntry entries[] = {
 		{ "foreground", 'f', 0, G_OPTION_ARG_NONE, &o.foreground,
@@ -279,6 +285,9 @@ int main(int argc, char **argv)
 	fs.negative_timeout = o.negative_timeout;
 	fs.attr_timeout = o.attr_timeout;
 	fs.verify_always = o.verify_always;
+	fs.max_inodes = o.max_inodes;
+	g_mutex_init(&fs.lru_lock);
+	g_queue_init(&fs.lru);
 	fs.verifier = kvt_verifier_new(o.verify_cache);
 	fs.store->stats = &fs.stats;
 	kvt_notifier_start(&fs);

@@ -1,9 +1,9 @@
 #!/bin/bash
 # A large store costs nothing at mount time and nothing per lookup: the
-# mount answers its first lookup at once (the bound is 2 s with a
-# million names), the lookup rate of a store with many names is that of a
-# small one, and the daemon's memory stays small however many names it
-# has looked up.
+# mount answers its first lookup at once (the bound is 2 s with a million
+# names), the lookup rate of a store with many names is that of a small
+# one, and the daemon's memory stays small however many names it has
+# looked up (-o max_inodes).
 #
 # KVT_BIG_NAMES (default 20000) sets the size of the large store; the
 # figures for one million names are in docs/performance.md.
@@ -14,7 +14,7 @@ SMALL=2000
 LOOKUPS=2000
 MKSTORE=$top_builddir/tests/mkstore
 
-plan 11
+plan 15
 kvt_require_root
 kvt_setup
 [ -x "$MKSTORE" ] || bail "tests/mkstore is not built"
@@ -63,4 +63,15 @@ ok $? "the daemon's RSS stays below 64 MiB (${rss} KiB)"
 n=$(ls -A "$big/staging" | wc -l)
 [ "$n" = 1 ]
 ok $? "the mount did not walk or copy the store: only its own staging directory is new ($n)"
+kvt_umount
+
+# The kernel keeps what it looked up; -o max_inodes makes it forget the
+# oldest, so that the daemon's inodes stay bounded.
+kvt_mount max_inodes=1000
+ok_cmd "with -o max_inodes=1000, look up every one of the $BIG names" \
+	"$MKSTORE" lookup "$MNT" $BIG $BIG
+rss_bounded=$(awk '/^VmRSS/ { print $2 }' /proc/"$KVT_PID"/status)
+diag "daemon RSS with max_inodes=1000: ${rss_bounded} KiB (default: ${rss} KiB)"
+[ -n "$rss_bounded" ] && [ "$rss_bounded" -lt $((rss - 4096)) ]
+ok $? "bounded inodes: the RSS stays well below the default's (${rss_bounded} vs ${rss} KiB)"
 kvt_umount
