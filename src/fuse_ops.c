@@ -1147,7 +1147,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_s
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_inode *ino = kvt_inode_of(fs, n);
 	struct kvt_inode *p = NULL;
-	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } }, now;
 	int ret = 0, dirfd;
 	const char *name;
 	struct stat st;
@@ -1162,12 +1162,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_s
 		if (ret < 0)
 			goto out;
 	}
+	/* "Now" is read here, not left to the lower file system, whose
+	 * clock is the coarse one: a time set now must not come out older
+	 * than the caller's own clock just before the call. */
+	clock_gettime(CLOCK_REALTIME, &now);
 	if (to_set & FUSE_SET_ATTR_ATIME)
-		ts[0] = to_set & FUSE_SET_ATTR_ATIME_NOW ?
-			(struct timespec){ .tv_nsec = UTIME_NOW } : attr->st_atim;
+		ts[0] = to_set & FUSE_SET_ATTR_ATIME_NOW ? now : attr->st_atim;
 	if (to_set & FUSE_SET_ATTR_MTIME)
-		ts[1] = to_set & FUSE_SET_ATTR_MTIME_NOW ?
-			(struct timespec){ .tv_nsec = UTIME_NOW } : attr->st_mtim;
+		ts[1] = to_set & FUSE_SET_ATTR_MTIME_NOW ? now : attr->st_mtim;
 
 	/* Metadata lives on the lower entry (record or directory): each
 	 * change is one lower call.  Pending files keep it in memory until
@@ -1194,14 +1196,11 @@ static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_s
 		g_mutex_unlock(&ino->lock);
 		if (!on_disk) {
 			if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
-				struct timespec now;
-
-				clock_gettime(CLOCK_REALTIME, &now);
 				g_mutex_lock(&ino->lock);
 				if (to_set & FUSE_SET_ATTR_ATIME)
-					ino->meta.st_atim = ts[0].tv_nsec == UTIME_NOW ? now : ts[0];
+					ino->meta.st_atim = ts[0];
 				if (to_set & FUSE_SET_ATTR_MTIME)
-					ino->meta.st_mtim = ts[1].tv_nsec == UTIME_NOW ? now : ts[1];
+					ino->meta.st_mtim = ts[1];
 				g_mutex_unlock(&ino->lock);
 			}
 			goto unlock;
