@@ -605,8 +605,11 @@ static void open_writer(struct kvt_fs *fs, struct kvt_inode *ino,
 	h->fd = -1;
 	ino->writers++;
 	/* Writes bypass the page cache so that it only ever holds published
-	 * bytes, which readers of older versions may share. */
-	fi->direct_io = 1;
+	 * bytes, which readers of older versions may share.  O_DIRECT ones
+	 * do anyway, and on the kernel's own direct I/O path the requests of
+	 * one large write are sent in parallel, not one after the other. */
+	if (!(fi->flags & O_DIRECT))
+		fi->direct_io = 1;
 	fi->fh = (uintptr_t)h;
 }
 
@@ -834,15 +837,15 @@ static void op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 		if (ret == 0)
 			open_writer(fs, ino, fi, h);
 	} else if (h->fd >= 0) {
-		if (ino->rewritten || ino->writers || (fi->flags & O_DIRECT) ||
+		if (ino->rewritten || ino->writers ||
 		    !ino->has_record || strcmp(ino->rec.ref, h->rec.ref) ||
 		    (ino->cache_readers && strcmp(ino->cache_ref, h->rec.ref))) {
 			/* The kernel clamps cached and O_DIRECT reads to its
-			 * idea of the size, and a writer in place (LMCache)
-			 * moves that size under every reader; readers of an
-			 * older version may share the page cache too.  Such
-			 * a reader is served from its own object only,
-			 * whatever the kernel thinks the size is. */
+			 * idea of the size, which a writer in place (LMCache)
+			 * may move under readers; readers of an older version
+			 * may share the page cache too.  Such a reader is
+			 * served from its own object only, whatever the
+			 * kernel thinks the size is. */
 			fi->direct_io = 1;
 		} else {
 			fi->keep_cache = !strcmp(ino->cache_ref, h->rec.ref);
