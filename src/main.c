@@ -13,6 +13,7 @@
 #include "log.h"
 #include "purge.h"
 #include "store.h"
+#include "uring.h"
 
 struct options {
 	gboolean foreground;
@@ -25,6 +26,7 @@ struct options {
 	int max_threads;
 	guint max_inodes;
 	gboolean verify_always;
+	gboolean no_uring;
 	guint verify_cache;
 	GString *fuse_opts;    /* -o options passed on to libfuse */
 };
@@ -92,6 +94,11 @@ static void parse_o(struct options *o)
 					o->verify_always = FALSE;
 				else
 					die("-o verify: expects 'once' or 'always'");
+			} else if (KEY("uring")) {
+				if (!g_strcmp0(val, "0") || !g_strcmp0(val, "1"))
+					o->no_uring = !g_strcmp0(val, "0");
+				else
+					die("-o uring: expects 0 or 1");
 			} else if (KEY("max_inodes")) {
 				if (!val || !parse_number(val, 64, 1e9, &num))
 					die("-o max_inodes: expects a number of files (64-1000000000)");
@@ -285,6 +292,7 @@ int main(int argc, char **argv)
 	fs.negative_timeout = o.negative_timeout;
 	fs.attr_timeout = o.attr_timeout;
 	fs.verify_always = o.verify_always;
+	kvt_uring_enable(!o.no_uring);
 	fs.max_inodes = o.max_inodes;
 	g_mutex_init(&fs.lru_lock);
 	g_queue_init(&fs.lru);

@@ -1,5 +1,7 @@
 #include "verify.h"
 
+#include "uring.h"
+
 #include <errno.h>
 #include <string.h>
 
@@ -164,7 +166,9 @@ int kvt_verify_fd(struct kvt_verifier *v, int fd, const struct stat *st,
 	}
 	if (!force && kvt_verifier_known(v, &rec->hash, st))
 		return 1;
-	ret = kvt_hash_fd(fd, rec->size, &h);
+	ret = kvt_uring_hash_fd(fd, rec->size, &h);
+	if (ret == -ENOSYS)
+		ret = kvt_hash_fd(fd, rec->size, &h);
 	if (ret == -EIO) {
 		/* Shrunk while being hashed. */
 		struct stat now;

@@ -1,0 +1,143 @@
+#include "uring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Four reads of 256 KiB in flight: 1 MiB of buffers per thread that
+ * hashes, enough to keep a disk's queue busy for one object. */
+#define DEPTH 4
+#define CHUNK (256u << 10)
+
+struct thread_ring {
+	struct io_uring ring;
+	char *buf[DEPTH];
+};
+
+static gint enabled;
+
+void kvt_uring_enable(bool on)
+{
+	g_atomic_int_set(&enabled, on);
+}
+
+bool kvt_uring_enabled(void)
+{
+	return g_atomic_int_get(&enabled);
+}
+
+static void ring_free(gpointer p)
+{
+	struct thread_ring *tr = p;
+
+	if (!tr)
+		return;
+	io_uring_queue_exit(&tr->ring);
+	for (int i = 0; i < DEPTH; i++)
+		free(tr->buf[i]);
+	g_free(tr);
+}
+
+static GPrivate thread_ring = G_PRIVATE_INIT(ring_free);
+/* Set in a thread whose ring could not be made: do not try again. */
+static GPrivate no_ring;
+
+static struct thread_ring *get_ring(void)
+{
+	struct thread_ring *tr = g_private_get(&thread_ring);
+
+	if (tr || g_private_get(&no_ring))
+		return tr;
+	tr = g_new0(struct thread_ring, 1);
+	if (io_uring_queue_init(DEPTH, &tr->ring, 0) < 0) {
+		g_free(tr);
+		g_private_set(&no_ring, GINT_TO_POINTER(1));
+		return NULL;
+	}
+	for (int i = 0; i < DEPTH; i++) {
+		if (posix_memalign((void **)&tr->buf[i], 4096, CHUNK)) {
+			ring_free(tr);
+			g_private_set(&no_ring, GINT_TO_POINTER(1));
+			return NULL;
+		}
+	}
+	g_private_set(&thread_ring, tr);
+	return tr;
+}
+
+int kvt_uring_hash_fd(int fd, uint64_t size, kvt_hash *out)
+{
+	struct thread_ring *tr = kvt_uring_enabled() ? get_ring() : NULL;
+	/* Chunk k lives in buf[k % DEPTH]; res[] holds its completion. */
+	int64_t res[DEPTH];
+	bool done[DEPTH] = { false };
+	uint64_t submitted = 0, hashed = 0; /* in chunks */
+	uint64_t nchunks = (size + CHUNK - 1) / CHUNK;
+	unsigned inflight = 0;
+	kvt_hash_stream *hs;
+	int ret = 0;
+
+	if (!tr)
+		return -ENOSYS;
+	hs = kvt_hash_stream_new();
+	if (!hs)
+		return -ENOMEM;
+	posix_fadvise(fd, 0, size, POSIX_FADV_WILLNEED);
+	while (hashed < nchunks) {
+		struct io_uring_cqe *cqe;
+		unsigned head, seen = 0;
+
+		while (ret == 0 && submitted < nchunks && submitted - hashed < DEPTH) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&tr->ring);
+			uint64_t off = submitted * CHUNK;
+			int slot = submitted % DEPTH;
+
+			if (!sqe)
+				break;
+			io_uring_prep_read(sqe, fd, tr->buf[slot], MIN(CHUNK, size - off), off);
+			io_uring_sqe_set_data64(sqe, slot);
+			done[slot] = false;
+			submitted++;
+			inflight++;
+		}
+		if (inflight == 0)
+			break; /* an error stopped new reads and all are back */
+		while ((seen = io_uring_submit_and_wait(&tr->ring, 1)) == (unsigned)-EINTR)
+			;
+		if ((int)seen < 0 && ret == 0)
+			ret = -EIO;
+		seen = 0;
+		io_uring_for_each_cqe(&tr->ring, head, cqe) {
+			int slot = (int)io_uring_cqe_get_data64(cqe);
+
+			res[slot] = cqe->res;
+			done[slot] = true;
+			inflight--;
+			seen++;
+		}
+		io_uring_cq_advance(&tr->ring, seen);
+		/* In order: XXH3 is a stream. */
+		while (ret == 0 && hashed < submitted && done[hashed % DEPTH]) {
+			int slot = hashed % DEPTH;
+			uint64_t want = MIN(CHUNK, size - hashed * CHUNK);
+
+			if (res[slot] < 0)
+				ret = (int)res[slot];
+			else if ((uint64_t)res[slot] < want)
+				ret = -EIO; /* the file ends early */
+			else
+				kvt_hash_stream_update(hs, tr->buf[slot], want);
+			done[slot] = false;
+			hashed++;
+		}
+		if (ret < 0 && inflight == 0)
+			break;
+	}
+	if (ret == 0)
+		kvt_hash_stream_digest(hs, out);
+	kvt_hash_stream_free(hs);
+	return ret;
+}

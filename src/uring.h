@@ -1,0 +1,17 @@
+/* Reading objects through io_uring: several reads of one object in flight
+ * at once, hashed in order as they complete.  Each thread has its own
+ * small ring; where io_uring is not available (old kernel, seccomp,
+ * disabled by sysctl) the callers use plain reads. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hash.h"
+
+/* Turns the io_uring path on or off for the whole process. */
+void kvt_uring_enable(bool on);
+bool kvt_uring_enabled(void);
+
+/* Hashes the first @size bytes of @fd; -EIO if it holds fewer, -ENOSYS
+ * when io_uring is off or not available in this thread. */
+int kvt_uring_hash_fd(int fd, uint64_t size, kvt_hash *out);
