@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "inode.h"
+#include "io.h"
 #include "purge.h"
 #include "splice.h"
 #include "xattr.h"
@@ -926,25 +927,6 @@ static void put_stage(struct kvt_fs *fs, struct kvt_stage *st)
 	kvt_stage_put(fs->store, st);
 }
 
-static ssize_t pread_full(int fd, char *buf, size_t size, off_t off)
-{
-	size_t done = 0;
-
-	while (done < size) {
-		ssize_t n = pread(fd, buf + done, size - done, off + done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		done += n;
-	}
-	return done;
-}
-
 /* A read of a published object: EIO once the version was purged, and
  * EIO (with a purge) when the lower file holds fewer bytes than recorded;
  * a short reply would make the kernel take it as the end of the file.
@@ -985,7 +967,7 @@ static ssize_t read_object(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *
 		got = have;
 	} else {
 		buf = g_malloc(want ? want : 1);
-		got = pread_full(h->fd, buf, want, off);
+		got = kvt_pread_full(h->fd, buf, want, off);
 		if (got < 0)
 			return got;
 	}

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io.h"
+
 /* O_DIRECT wants offset, length and memory aligned to the device's block;
  * 4096 covers every device in use. */
 #define DIO_ALIGN 4096
@@ -160,21 +162,7 @@ int kvt_stage_write(struct kvt_stage *st, const char *buf, size_t size, off_t of
 
 ssize_t kvt_stage_read(struct kvt_stage *st, char *buf, size_t size, off_t off)
 {
-	size_t done = 0;
-
-	while (done < size) {
-		ssize_t n = pread(st->fd, buf + done, size - done, off + done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		done += n;
-	}
-	return done;
+	return kvt_pread_full(st->fd, buf, size, off);
 }
 
 int kvt_stage_truncate(struct kvt_stage *st, uint64_t size)

@@ -58,8 +58,15 @@ ok $? "the lookup rate with $BIG names is that of $SMALL names (>= 0.7 x: $big_r
 ok_cmd "look up every one of the $BIG names" "$MKSTORE" lookup "$MNT" $BIG $BIG
 rss=$(awk '/^VmRSS/ { print $2 }' /proc/"$KVT_PID"/status)
 diag "daemon RSS after looking up all $BIG names: ${rss} KiB"
-[ -n "$rss" ] && [ "$rss" -lt $((64 * 1024)) ]
-ok $? "the daemon's RSS stays below 64 MiB (${rss} KiB)"
+# A sanitizer's shadow memory and quarantine say nothing of kvtierfs's.
+sanitized=
+grep -qa __asan_init "$KVTIERFS" && sanitized="AddressSanitizer build"
+if [ -n "$sanitized" ]; then
+	skip "the daemon's RSS stays below 64 MiB" "$sanitized"
+else
+	[ -n "$rss" ] && [ "$rss" -lt $((64 * 1024)) ]
+	ok $? "the daemon's RSS stays below 64 MiB (${rss} KiB)"
+fi
 n=$(ls -A "$big/staging" | wc -l)
 [ "$n" = 1 ]
 ok $? "the mount did not walk or copy the store: only its own staging directory is new ($n)"
@@ -72,6 +79,10 @@ ok_cmd "with -o max_inodes=1000, look up every one of the $BIG names" \
 	"$MKSTORE" lookup "$MNT" $BIG $BIG
 rss_bounded=$(awk '/^VmRSS/ { print $2 }' /proc/"$KVT_PID"/status)
 diag "daemon RSS with max_inodes=1000: ${rss_bounded} KiB (default: ${rss} KiB)"
-[ -n "$rss_bounded" ] && [ "$rss_bounded" -lt $((rss - 4096)) ]
-ok $? "bounded inodes: the RSS stays well below the default's (${rss_bounded} vs ${rss} KiB)"
+if [ -n "$sanitized" ]; then
+	skip "bounded inodes: the RSS stays well below the default's" "$sanitized"
+else
+	[ -n "$rss_bounded" ] && [ "$rss_bounded" -lt $((rss - 4096)) ]
+	ok $? "bounded inodes: the RSS stays well below the default's (${rss_bounded} vs ${rss} KiB)"
+fi
 kvt_umount

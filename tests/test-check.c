@@ -12,52 +12,14 @@
 
 #include "../src/check.h"
 #include "../src/store.h"
+#include "unit.h"
 
 #define SIZE 65536
-
-static int n_test;
-static int n_fail;
-
-static void ok(bool cond, const char *desc)
-{
-	n_test++;
-	if (!cond)
-		n_fail++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", n_test, desc);
-}
 
 static void diag_lines(GPtrArray *lines)
 {
 	for (guint i = 0; i < lines->len; i++)
 		printf("#   %s\n", (char *)lines->pdata[i]);
-}
-
-/* Stages @len bytes of @fill and publishes them at names/@name. */
-static int store_bytes(struct kvt_store *s, const char *name, char fill, size_t len)
-{
-	g_autofree char *buf = g_malloc(len);
-	g_autofree char *stage = NULL;
-	struct kvt_meta meta = { .mode = 0644 };
-	struct kvt_record rec, old;
-	int fd, ret;
-
-	memset(buf, fill, len);
-	ret = kvt_stage_create(s, &fd, &stage);
-	if (ret < 0)
-		return ret;
-	if (write(fd, buf, len) != (ssize_t)len)
-		return -EIO;
-	kvt_record_init(&rec);
-	ret = kvt_object_publish(s, fd, stage, len, &rec);
-	close(fd);
-	if (ret < 0)
-		return ret;
-	ret = kvt_record_install(s, s->namesfd, name, &rec, &meta, &old);
-	if (ret == 0 && old.ref[0])
-		kvt_object_release(s, &old);
-	kvt_record_clear(&old);
-	kvt_record_clear(&rec);
-	return ret;
 }
 
 static bool reads_back(const char *top, const char *name, char fill, size_t len)
@@ -216,11 +178,11 @@ int main(void)
 	for (int i = 0; good && i < 8; i++) {
 		g_autofree char *name = g_strdup_printf("n%d", i);
 
-		good = store_bytes(s, name, 'a' + i, SIZE) == 0;
+		good = store_bytes(s, name, 'a' + i, SIZE, NULL) == 0;
 	}
 	good = good && mkdirat(s->namesfd, "sub", 0755) == 0 &&
-	       store_bytes(s, "sub/dup", 'h', SIZE) == 0 &&
-	       store_bytes(s, "sub/torn-dup", 'c', SIZE) == 0;
+	       store_bytes(s, "sub/dup", 'h', SIZE, NULL) == 0 &&
+	       store_bytes(s, "sub/torn-dup", 'c', SIZE, NULL) == 0;
 	ok(good, "a store with 10 names, 8 contents");
 
 	ok(!run_check(top, false, &seen, &res, &err) && err &&
@@ -464,7 +426,7 @@ int main(void)
 		ok(good, "and removed on repair");
 	}
 	s = kvt_store_open(top, &err);
-	ok(s && store_bytes(s, "new", 'z', 4096) == 0,
+	ok(s && store_bytes(s, "new", 'z', 4096, NULL) == 0,
 	   "a mount opens the repaired store and stores into it");
 	good = !run_check(top, true, &seen, &res, &err) && err &&
 	       err->code == KVT_CHECK_ERROR_BUSY;

@@ -10,17 +10,7 @@
 #include <unistd.h>
 
 #include "../src/store.h"
-
-static int n_test;
-static int n_fail;
-
-static void ok(bool cond, const char *desc)
-{
-	n_test++;
-	if (!cond)
-		n_fail++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", n_test, desc);
-}
+#include "unit.h"
 
 static int count_files(const char *dir)
 {
@@ -34,34 +24,6 @@ static int count_files(const char *dir)
 		n += g_file_test(p, G_FILE_TEST_IS_DIR) ? count_files(p) : 1;
 	}
 	return n;
-}
-
-/* Stages @len bytes of @fill and publishes them at names/@name. */
-static int store_bytes(struct kvt_store *s, const char *name, char fill, size_t len,
-		       struct kvt_record *rec)
-{
-	g_autofree char *buf = g_malloc(len);
-	g_autofree char *stage = NULL;
-	struct kvt_meta meta = { .mode = 0644 };
-	struct kvt_record old;
-	int fd, ret;
-
-	memset(buf, fill, len);
-	ret = kvt_stage_create(s, &fd, &stage);
-	if (ret < 0)
-		return ret;
-	if (write(fd, buf, len) != (ssize_t)len)
-		return -EIO;
-	kvt_record_init(rec);
-	ret = kvt_object_publish(s, fd, stage, len, rec);
-	close(fd);
-	if (ret < 0)
-		return ret;
-	ret = kvt_record_install(s, s->namesfd, name, rec, &meta, &old);
-	if (ret == 0 && old.ref[0])
-		kvt_object_release(s, &old);
-	kvt_record_clear(&old);
-	return ret;
 }
 
 static bool reads_back(struct kvt_store *s, const char *name, char fill, size_t len)
