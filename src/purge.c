@@ -19,6 +19,8 @@ static char *visible_path(struct kvt_fs *fs, struct kvt_inode *dir, const char *
 	char link[64], lower[PATH_MAX], names[PATH_MAX];
 	ssize_t n, m;
 
+	if (!dir)
+		return g_strdup(name); /* unlinked: no path any more */
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", dir->fd);
 	n = readlink(link, lower, sizeof(lower) - 1);
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fs->store->namesfd);
@@ -124,10 +126,10 @@ void kvt_purge_inode(struct kvt_fs *fs, struct kvt_inode *ino,
 		int ret = kvt_store_purge(fs->store, -1, NULL, rec);
 
 		kvt_verifier_forget(fs->verifier, &rec->hash);
-		if (ret != 0 && p)
+		if (ret != 0) {
 			log_purge(fs, p, ino->name, rec, torn);
-		if (ret != 0)
 			count(fs, torn);
+		}
 		__atomic_add_fetch(&ino->purges, 1, __ATOMIC_RELEASE);
 		note->child = kvt_nodeid_of(fs, ino);
 	}
