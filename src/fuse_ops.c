@@ -440,10 +440,12 @@ static void op_statfs(fuse_req_t req, fuse_ino_t n)
 }
 
 /* Publishes the version @st of @ino (NULL: the latest one pending) as an
- * object.  Returns 1 when there was nothing to publish, 0 with @rec
- * filled, or -errno (nothing published). */
+ * object.  Returns 1 when there was nothing to publish, -errno when
+ * nothing was published, or 0 with @rec filled and *@pub the stage, for
+ * publish_done() once the record is installed or could not be. */
 static int publish_object(struct kvt_fs *fs, struct kvt_inode *ino,
-			  struct kvt_stage *st, struct kvt_record *rec)
+			  struct kvt_stage *st, struct kvt_record *rec,
+			  struct kvt_stage **pub)
 {
 	kvt_hash hash;
 	int ret;
@@ -468,17 +470,42 @@ static int publish_object(struct kvt_fs *fs, struct kvt_inode *ino,
 		ret = 1;
 	else if (st->error)
 		ret = -st->error;
-	else if (kvt_stage_hash(st, st->size, &hash))
+	else if (kvt_stage_hash(st, st->size, &hash) ||
+		 (ret = kvt_hash_fd(st->fd, st->size, &hash)) == 0)
 		ret = kvt_object_publish_hashed(fs->store, st->name, st->size, &hash, rec);
-	else
-		ret = kvt_object_publish(fs->store, st->fd, st->name, st->size, rec);
+	else if (ret == -ENODATA)
+		ret = -EIO; /* the staged file lost bytes */
 	if (ret == 0)
 		st->consumed = true;
 	g_rw_lock_writer_unlock(&st->io);
-	kvt_stage_put(fs->store, st);
-	if (ret)
+	if (ret) {
+		kvt_stage_put(fs->store, st);
 		kvt_record_clear(rec);
+	} else {
+		*pub = st;
+	}
 	return ret;
+}
+
+/* Ends a publication.  Done: the staged name goes, the object has its own
+ * now.  Not done (no record could be installed): the object goes and the
+ * version is pending again, its bytes intact, to be published by the next
+ * rename or flush. */
+static void publish_done(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_stage *pub,
+			 const struct kvt_record *rec, bool done)
+{
+	if (done) {
+		kvt_stage_discard(fs->store, pub->name);
+	} else {
+		kvt_object_release(fs->store, rec);
+		g_rw_lock_writer_lock(&pub->io);
+		pub->consumed = false;
+		g_rw_lock_writer_unlock(&pub->io);
+	}
+	g_mutex_lock(&ino->lock);
+	g_cond_broadcast(&ino->published);
+	g_mutex_unlock(&ino->lock);
+	kvt_stage_put(fs->store, pub);
 }
 
 /* After a record for @rec was installed at @ino's name: @ino shows it.
@@ -526,6 +553,7 @@ static int publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino,
 			    struct kvt_stage *st)
 {
 	struct kvt_record rec, old;
+	struct kvt_stage *pub = NULL;
 	struct kvt_inode *p;
 	struct kvt_meta meta;
 	bool tmp, drop = false;
@@ -539,12 +567,12 @@ static int publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino,
 	if (tmp)
 		return 0;
 
-	ret = publish_object(fs, ino, st, &rec);
+	ret = publish_object(fs, ino, st, &rec, &pub);
 	if (ret)
 		return ret > 0 ? 0 : ret;
 	p = kvt_lock_parent(fs, ino);
 	if (!p) {
-		kvt_object_release(fs->store, &rec);
+		publish_done(fs, ino, pub, &rec, false);
 		kvt_record_clear(&rec);
 		return 0;
 	}
@@ -557,12 +585,10 @@ static int publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino,
 		drop = inode_published(fs, ino, &rec, p->fd, ino->name, true);
 	}
 	g_mutex_unlock(&p->lock);
+	publish_done(fs, ino, pub, &rec, ret == 0);
 	if (drop)
 		kvt_inode_unref(fs, ino);
-	if (ret < 0) {
-		kvt_object_release(fs->store, &rec);
-		kvt_record_clear(&rec);
-	}
+	kvt_record_clear(&rec);
 	if (ret == 0 && fs->se)
 		/* The kernel's cached size may be another version's. */
 		fuse_lowlevel_notify_inval_inode(fs->se, kvt_nodeid_of(fs, ino), -1, 0);
@@ -585,6 +611,10 @@ static int inode_begin_write(struct kvt_fs *fs, struct kvt_inode *ino, bool trun
 		*out = kvt_stage_ref(ino->stage);
 		return 0;
 	}
+	/* Being published right now: the next version starts from what that
+	 * publication ends with (see writer_stage). */
+	if (!trunc && ino->stage && ino->stage->consumed)
+		return -EAGAIN;
 	ret = kvt_stage_new(fs, ino, trunc ? 0 : UINT64_MAX, &st);
 	if (ret < 0)
 		return ret;
@@ -900,7 +930,9 @@ static int writer_stage(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_han
 		if (h && h->wstage && !h->wstage->consumed)
 			st = kvt_stage_ref(h->wstage);
 		else
-			ret = inode_begin_write(fs, ino, false, &ref_inode, &st);
+			while ((ret = inode_begin_write(fs, ino, false, &ref_inode, &st)) == -EAGAIN)
+				g_cond_wait_until(&ino->published, &ino->lock,
+						  g_get_monotonic_time() + G_TIME_SPAN_SECOND);
 		if (ret == 0 && h && h->wstage != st) {
 			if (h->wstage)
 				kvt_stage_put(fs->store, h->wstage);
@@ -1047,7 +1079,10 @@ static void op_flush(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_handle *h = (struct kvt_handle *)(uintptr_t)fi->fh;
-	int ret = h->writer ? publish_in_place(fs, kvt_inode_of(fs, n), h->wstage) : 0;
+	/* Only what this handle wrote: another writer's version is its to
+	 * publish (a touch of a file being written publishes nothing). */
+	int ret = h->writer && h->wstage ?
+		  publish_in_place(fs, kvt_inode_of(fs, n), h->wstage) : 0;
 
 	fuse_reply_err(req, -ret);
 }
@@ -1057,7 +1092,10 @@ static void op_fsync(fuse_req_t req, fuse_ino_t n, int datasync,
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_handle *h = (struct kvt_handle *)(uintptr_t)fi->fh;
-	int ret = h->writer ? publish_in_place(fs, kvt_inode_of(fs, n), h->wstage) : 0;
+	/* Only what this handle wrote: another writer's version is its to
+	 * publish (a touch of a file being written publishes nothing). */
+	int ret = h->writer && h->wstage ?
+		  publish_in_place(fs, kvt_inode_of(fs, n), h->wstage) : 0;
 
 	if (ret == 0 && fsync(fs->store->objfd))
 		ret = -errno;
@@ -1142,8 +1180,11 @@ static void op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_s
 			fuse_reply_err(req, EISDIR);
 			return;
 		}
-		ret = set_size(fs, ino, attr->st_size,
-			       fi ? (struct kvt_handle *)(uintptr_t)fi->fh : NULL);
+		struct kvt_handle *h = fi ? (struct kvt_handle *)(uintptr_t)fi->fh : NULL;
+
+		/* open(O_RDONLY | O_TRUNC) truncates through a reader's
+		 * handle: that is a truncate by path. */
+		ret = set_size(fs, ino, attr->st_size, h && h->writer ? h : NULL);
 		if (ret < 0)
 			goto out;
 	}
@@ -1386,6 +1427,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct kvt_inode *p = kvt_inode_of(fs, parent), *np = kvt_inode_of(fs, newparent);
 	struct kvt_inode *src, *dst, *unref_parent = NULL, *unref_dst = NULL;
 	struct kvt_record rec, old;
+	struct kvt_stage *pub = NULL;
 	struct stat sst, dst_st;
 	bool src_lower, dst_lower, dst_local = false, publish = false, drop = false;
 	int ret = 0;
@@ -1411,7 +1453,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	 * rename of the record below. */
 	if (src && !src->is_dir && !(flags & RENAME_EXCHANGE) &&
 	    !kvt_is_tmp_name(fs, newname)) {
-		ret = publish_object(fs, src, NULL, &rec);
+		ret = publish_object(fs, src, NULL, &rec, &pub);
 		if (ret < 0)
 			goto reply;
 		publish = ret == 0;
@@ -1521,8 +1563,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	if (ret == 0)
 		release_replaced(fs, &old, publish ? &rec : NULL);
-	else if (publish)
-		kvt_object_release(fs->store, &rec);
+	if (publish)
+		publish_done(fs, src, pub, &rec, ret == 0);
 	if (unref_dst && inode_drop_stage(fs, unref_dst))
 		kvt_inode_unref(fs, unref_dst);
 	if (unref_parent)

@@ -52,7 +52,7 @@ int kvt_hash_fd(int fd, uint64_t size, kvt_hash *out)
 			goto out;
 		}
 		if (n == 0) {
-			ret = -EIO;
+			ret = -ENODATA;
 			goto out;
 		}
 		XXH3_128bits_update_dispatch(st, buf, n);

@@ -12,7 +12,8 @@ typedef struct {
 } kvt_hash;
 
 void kvt_hash_buf(const void *buf, size_t len, kvt_hash *out);
-/* Hashes the first @size bytes of @fd; -EIO if the file holds fewer. */
+/* Hashes the first @size bytes of @fd; -ENODATA if the file holds fewer,
+ * the read's -errno on an I/O error. */
 int kvt_hash_fd(int fd, uint64_t size, kvt_hash *out);
 void kvt_hash_hex(const kvt_hash *h, char out[KVT_HASH_HEX_LEN + 1]);
 bool kvt_hash_parse(const char *hex, size_t len, kvt_hash *out);

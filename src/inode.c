@@ -17,6 +17,7 @@ static struct kvt_inode *inode_alloc(struct kvt_inode *parent, const char *name)
 	ino->parent = parent;
 	ino->fd = -1;
 	g_mutex_init(&ino->lock);
+	g_cond_init(&ino->published);
 	kvt_record_init(&ino->rec);
 	return ino;
 }
@@ -78,6 +79,7 @@ static void inode_free(struct kvt_fs *fs, struct kvt_inode *ino)
 	if (ino->children)
 		g_hash_table_unref(ino->children);
 	kvt_record_clear(&ino->rec);
+	g_cond_clear(&ino->published);
 	g_mutex_clear(&ino->lock);
 	g_free(ino->name);
 	g_free(ino);

@@ -55,6 +55,7 @@ struct kvt_inode {
 	struct timespec rec_ctime;
 	blkcnt_t blocks;
 	struct kvt_stage *stage; /* pending version, or NULL */
+	GCond published;      /* with lock: a publication of stage ended */
 	int writers;          /* open handles that may write */
 	bool rewritten;       /* a version was written in place at some time */
 	bool release_on_free; /* replaced: the object goes with the inode */

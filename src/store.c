@@ -17,11 +17,13 @@
  *
  * Publication of one file, each step a single atomic lower operation:
  *   1. bytes are written to staging/<id>/d.<n>
- *   2. link anchor -> reference (dedup), or rename staging file ->
+ *   2. link anchor -> reference (dedup), or link staging file ->
  *      reference and link reference -> anchor (new content)
  *   3. record written to staging/<id>/r.<n>, then renamed over the name
  *      (RENAME_NOREPLACE, or RENAME_EXCHANGE to learn exactly which record
- *      was replaced so its reference is released)
+ *      was replaced so its reference is released); then the staged file
+ *      goes.  If 3 fails, the reference goes instead and the staged file
+ *      is published again by the next attempt.
  * Crash analysis (kill -9 of the daemon; page cache survives):
  *   - before 3: the name is untouched (absent or the old record); the
  *     staged file and, after 2, an unreferenced object remain.  The next
@@ -368,7 +370,13 @@ int kvt_object_publish(struct kvt_store *s, int stage_fd, const char *stage_name
 	kvt_hash h;
 	int ret = kvt_hash_fd(stage_fd, size, &h);
 
-	return ret < 0 ? ret : kvt_object_publish_hashed(s, stage_name_, size, &h, rec);
+	if (ret == -ENODATA)
+		ret = -EIO; /* the staged file lost bytes */
+	if (ret == 0)
+		ret = kvt_object_publish_hashed(s, stage_name_, size, &h, rec);
+	if (ret == 0)
+		unlinkat(s->stagefd, stage_name_, 0);
+	return ret;
 }
 
 int kvt_object_publish_hashed(struct kvt_store *s, const char *stage_name_,
@@ -390,7 +398,6 @@ int kvt_object_publish_hashed(struct kvt_store *s, const char *stage_name_,
 	if (linkat(s->objfd, anchor, s->objfd, refp, 0) == 0) {
 		if (fstatat(s->objfd, refp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    (uint64_t)st.st_size == size) {
-			unlinkat(s->stagefd, stage_name_, 0);
 			if (s->stats)
 				kvt_stat_add(s->stats, KVT_STAT_dedups, 1);
 			return 0;
@@ -409,7 +416,10 @@ int kvt_object_publish_hashed(struct kvt_store *s, const char *stage_name_,
 	ret = ensure_fanout(s, refp);
 	if (ret < 0)
 		return ret;
-	if (renameat(s->stagefd, stage_name_, s->objfd, refp))
+	/* A link, not a rename: until a record names the object, the staged
+	 * file is still the version's, and a failed record install leaves
+	 * it to be published again. */
+	if (linkat(s->stagefd, stage_name_, s->objfd, refp, 0))
 		return -errno;
 	if (s->stats) {
 		kvt_stat_add(s->stats, KVT_STAT_objects, 1);

@@ -127,7 +127,7 @@ int kvt_uring_hash_fd(int fd, uint64_t size, kvt_hash *out)
 			if (res[slot] < 0)
 				ret = (int)res[slot];
 			else if ((uint64_t)res[slot] < want)
-				ret = -EIO; /* the file ends early */
+				ret = -ENODATA; /* the file ends early */
 			else
 				kvt_hash_stream_update(hs, tr->buf[slot], want);
 			done[slot] = false;

@@ -12,6 +12,7 @@
 void kvt_uring_enable(bool on);
 bool kvt_uring_enabled(void);
 
-/* Hashes the first @size bytes of @fd; -EIO if it holds fewer, -ENOSYS
- * when io_uring is off or not available in this thread. */
+/* Hashes the first @size bytes of @fd; -ENODATA if it holds fewer, the
+ * read's -errno on an I/O error, -ENOSYS when io_uring is off or not
+ * available in this thread. */
 int kvt_uring_hash_fd(int fd, uint64_t size, kvt_hash *out);

@@ -169,8 +169,9 @@ int kvt_verify_fd(struct kvt_verifier *v, int fd, const struct stat *st,
 	ret = kvt_uring_hash_fd(fd, rec->size, &h);
 	if (ret == -ENOSYS)
 		ret = kvt_hash_fd(fd, rec->size, &h);
-	if (ret == -EIO) {
-		/* Shrunk while being hashed. */
+	if (ret == -ENODATA) {
+		/* Shrunk while being hashed; a read error is not a verdict
+		 * on the object and goes back as it is. */
 		struct stat now;
 
 		res->found_size = fstat(fd, &now) == 0 ? (uint64_t)now.st_size : 0;
