@@ -24,6 +24,7 @@ struct options {
 	char *tmp_suffix;
 	double entry_timeout, attr_timeout, negative_timeout;
 	int max_threads;
+	int max_idle_threads;
 	guint max_inodes;
 	gboolean verify_always;
 	gboolean no_uring;
@@ -87,6 +88,10 @@ static void parse_o(struct options *o)
 				if (!val || !parse_number(val, 1, 1024, &num))
 					die("-o max_threads: expects 1-1024");
 				o->max_threads = (int)num;
+			} else if (KEY("max_idle_threads")) {
+				if (!val || !parse_number(val, 0, 1024, &num))
+					die("-o max_idle_threads: expects 0-1024");
+				o->max_idle_threads = (int)num;
 			} else if (KEY("verify")) {
 				if (!g_strcmp0(val, "always"))
 					o->verify_always = TRUE;
@@ -215,6 +220,7 @@ int main(int argc, char **argv)
 		.negative_timeout = 1.0,
 		.attr_timeout = 1.0,
 		.max_threads = 64,
+		.max_idle_threads = -1,
 		.verify_cache = 100000,
 		.max_inodes = 65536,
 	};
@@ -323,6 +329,8 @@ int main(int argc, char **argv)
 	 * creating them per request would burn CPU. */
 	loop = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(loop, o.max_threads);
+	if (o.max_idle_threads >= 0)
+		fuse_loop_cfg_set_idle_threads(loop, (unsigned)o.max_idle_threads);
 	ret = fuse_session_loop_mt(fs.se, loop);
 	fuse_loop_cfg_destroy(loop);
 

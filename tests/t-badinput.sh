@@ -8,7 +8,7 @@
 SIZE=$((2 << 20))
 
 kvt_require_root
-plan 34
+plan 36
 kvt_setup
 
 C="$T/cases"
@@ -76,6 +76,10 @@ try_bad "unknown option --no-such-option" "$C" \
 	--no-such-option "$C/empty" "$MNT"
 try_bad "unknown mount option -o no_such_option=1" "$C" \
 	-o no_such_option=1 "$C/empty" "$MNT"
+try_bad "mount option with a bad number -o max_idle_threads=lots" "$C" \
+	-o max_idle_threads=lots "$C/empty" "$MNT"
+try_bad "mount option out of range -o max_threads=0" "$C" \
+	-o max_threads=0 "$C/empty" "$MNT"
 try_bad "LOWERDIR does not exist" "$C" \
 	"$C/missing" "$MNT"
 printf 'not a directory\n' >"$C/lower-file"

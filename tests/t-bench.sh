@@ -6,7 +6,8 @@
 . "$(dirname "$0")/lib.sh"
 
 : "${KVTIERFS_BENCH:=$top_builddir/src/kvtierfs-bench}"
-export KVTIERFS_BENCH
+: "${KVTIERFS_NULLFS:=$top_builddir/src/kvtierfs-nullfs}"
+export KVTIERFS_BENCH KVTIERFS_NULLFS
 
 BLOCKS=64
 SIZE=$((256 << 10))
@@ -128,7 +129,7 @@ ok "$st" "scripts/bench --rounds 1 --blocks 32 --block-size 256K --no-fio (exit 
 [ "$st" = 0 ] || diag_file "$T/sb.err" 20
 num='[0-9]+\.[0-9]+'
 miss=
-for p in store "load cold" "load warm" "lookup hit" "lookup miss"; do
+for p in store "load cold" "load warm" "lookup hit" "lookup miss" "lookup miss, null FUSE fs"; do
 	grep -Eq "^\| $p \| $num (GB|kops)/s \| $num (GB|kops)/s \| $num \| " "$T/sb.out" ||
 		miss="$miss '$p'"
 done

@@ -7,7 +7,7 @@
 BLOCKS=512
 SIZE=$((2 << 20))
 
-plan 19
+plan 24
 kvt_setup
 
 # --- O_DIRECT -------------------------------------------------------------
@@ -75,4 +75,17 @@ ok_kvclient "vllm-load buffered: $BLOCKS x 2 MiB, 16 threads" \
 	vllm-load --dir "$MNT" --blocks $BLOCKS --size $SIZE --threads 16 --buffered
 ok_kvclient "verify: exactly $BLOCKS complete blocks, no *.tmp" \
 	verify --dir "$MNT" --expect $BLOCKS --size $SIZE --no-tmp
+kvt_umount
+
+# --- O_DIRECT again with few idle threads: threads end and start in bursts --
+kvt_new_lower
+kvt_mount max_idle_threads=2
+ok_kvclient "-o max_idle_threads=2: vllm-store O_DIRECT, 16 threads" \
+	vllm-store --dir "$MNT" --blocks $BLOCKS --size $SIZE --threads 16 --odirect
+ok_kvclient "-o max_idle_threads=2: vllm-load O_DIRECT, 16 threads, every byte checked" \
+	vllm-load --dir "$MNT" --blocks $BLOCKS --size $SIZE --threads 16 --odirect
+n=$(ls "/proc/$KVT_PID/task" | wc -l)
+# the idle workers, libfuse's main thread and kvtierfs's purge notifier
+[ "$n" -le 4 ]
+ok $? "-o max_idle_threads=2: the daemon is down to $n threads (at most 4) once idle"
 kvt_umount
