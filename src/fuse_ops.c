@@ -470,11 +470,10 @@ static int publish_object(struct kvt_fs *fs, struct kvt_inode *ino,
 		ret = 1;
 	else if (st->error)
 		ret = -st->error;
-	else if (kvt_stage_hash(st, st->size, &hash) ||
-		 (ret = kvt_hash_fd(st->fd, st->size, &hash)) == 0)
+	else if (kvt_stage_hash(st, st->size, &hash))
 		ret = kvt_object_publish_hashed(fs->store, st->name, st->size, &hash, rec);
-	else if (ret == -ENODATA)
-		ret = -EIO; /* the staged file lost bytes */
+	else
+		ret = kvt_object_publish(fs->store, st->fd, st->name, st->size, rec);
 	if (ret == 0)
 		st->consumed = true;
 	g_rw_lock_writer_unlock(&st->io);

@@ -374,8 +374,6 @@ int kvt_object_publish(struct kvt_store *s, int stage_fd, const char *stage_name
 		ret = -EIO; /* the staged file lost bytes */
 	if (ret == 0)
 		ret = kvt_object_publish_hashed(s, stage_name_, size, &h, rec);
-	if (ret == 0)
-		unlinkat(s->stagefd, stage_name_, 0);
 	return ret;
 }
 

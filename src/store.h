@@ -48,13 +48,12 @@ void kvt_stage_discard(struct kvt_store *s, const char *name);
 /* Turns a staged file into an object: hashes its first @size bytes and
  * links it under its hash, deduplicating against an existing object of the
  * same hash and size.  Fills rec->hash, rec->size and rec->ref.  The staged
- * name is consumed on success. */
+ * file keeps its name (kvt_stage_discard it once a record names the
+ * object, or kvt_object_release the object if none can). */
 int kvt_object_publish(struct kvt_store *s, int stage_fd, const char *stage_name,
 		       uint64_t size, struct kvt_record *rec);
 /* The same, for a staged file whose hash the caller computed as it was
- * written (no second read of the bytes); the staged file keeps its name
- * (kvt_stage_discard it once a record names the object, or
- * kvt_object_release the object if none can). */
+ * written (no second read of the bytes). */
 int kvt_object_publish_hashed(struct kvt_store *s, const char *stage_name,
 			      uint64_t size, const kvt_hash *hash,
 			      struct kvt_record *rec);

@@ -109,6 +109,8 @@ int main(int argc, char **argv)
 		if (fd >= 0)
 			close(fd);
 		if (ret == 0)
+			kvt_stage_discard(s, stage);
+		if (ret == 0)
 			ret = kvt_record_install(s, s->namesfd, name, &rec, &meta, &old);
 		kvt_record_clear(&rec);
 		if (ret < 0) {

@@ -47,6 +47,7 @@ static inline int store_bytes(struct kvt_store *s, const char *name, char fill,
 	close(fd);
 	if (ret < 0)
 		return ret;
+	kvt_stage_discard(s, stage);
 	ret = kvt_record_install(s, s->namesfd, name, rec, &meta, &old);
 	if (ret == 0 && old.ref[0])
 		kvt_object_release(s, &old);
