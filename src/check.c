@@ -25,7 +25,6 @@
  * back exactly its bytes or does not exist. */
 #include "check.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -36,10 +35,10 @@
 #include <unistd.h>
 
 #include "hash.h"
+#include "layout.h"
+#include "name.h"
+#include "object.h"
 #include "record.h"
-#include "store.h"
-
-#define LOCK_NAME "lock"
 
 G_DEFINE_QUARK(kvt-check-error-quark, kvt_check_error)
 
@@ -71,16 +70,12 @@ struct ctx {
 	const struct kvt_check_opts *o;
 	struct kvt_check_result *res;
 	const char *lowerdir;
-	int lowerfd, objfd, namesfd, stagesfd;
+	struct kvt_layout l;
 	GHashTable *torn;     /* "<ab>/<name>" -> struct torn */
 	GHashTable *refs;     /* set of "<ab>/<hash>.<ref>" that staying records use */
 	GStringChunk *keys;   /* the keys of refs, without a malloc each */
+	struct kvt_dir *fan[256]; /* objects/<ab>, as the records need them */
 	bool names_complete;  /* every record under names/ was read */
-};
-
-struct entry {
-	unsigned char type; /* DT_* */
-	char name[];
 };
 
 static void walk_error(struct ctx *c, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
@@ -123,13 +118,14 @@ static void problem(struct ctx *c, enum kvt_problem kind, const char *path,
 
 /* The one lower step that repairs a problem, when repairing: 1 done,
  * 0 not asked for, -errno failed.  Gone already counts as done. */
-static int remove_at(struct ctx *c, int dirfd, const char *name)
+static int remove_at(struct ctx *c, struct kvt_dir *d, const char *name)
 {
+	int ret;
+
 	if (!c->o->repair)
 		return 0;
-	if (unlinkat(dirfd, name, 0) && errno != ENOENT)
-		return -errno;
-	return 1;
+	ret = kvt_dir_unlink(d, name);
+	return ret == 0 || ret == -ENOENT ? 1 : ret;
 }
 
 static const char *type_name(mode_t mode)
@@ -146,153 +142,37 @@ static const char *type_name(mode_t mode)
 	}
 }
 
-static int entry_cmp(gconstpointer a, gconstpointer b)
-{
-	const struct entry *x = *(struct entry *const *)a;
-	const struct entry *y = *(struct entry *const *)b;
-
-	return strcmp(x->name, y->name);
-}
-
-/* The entries of @dirfd/@rel, sorted by name so that reports come in a
- * stable order; -errno and NULL on failure. */
-static GPtrArray *read_dir(int dirfd, const char *rel, int *ret)
-{
-	int fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	GPtrArray *out;
-	struct dirent *de;
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-
-	if (!d) {
-		*ret = -errno;
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	out = g_ptr_array_new_with_free_func(g_free);
-	for (;;) {
-		struct entry *e;
-		size_t len;
-
-		errno = 0;
-		de = readdir(d);
-		if (!de)
-			break;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		len = strlen(de->d_name);
-		e = g_malloc(sizeof(*e) + len + 1);
-		e->type = de->d_type;
-		memcpy(e->name, de->d_name, len + 1);
-		g_ptr_array_add(out, e);
-	}
-	*ret = -errno;
-	closedir(d);
-	if (*ret) {
-		g_ptr_array_unref(out);
-		return NULL;
-	}
-	g_ptr_array_sort(out, entry_cmp);
-	return out;
-}
-
-/* read_dir, with a walk error about @shown on failure. */
-static GPtrArray *list_dir(struct ctx *c, int dirfd, const char *rel, const char *shown)
+/* The entries of @d sorted by name, so that reports come in a stable
+ * order; a walk error about @shown on failure. */
+static GPtrArray *list_dir(struct ctx *c, struct kvt_dir *d, const char *shown)
 {
 	int ret;
-	GPtrArray *out = read_dir(dirfd, rel, &ret);
+	GPtrArray *out = kvt_dir_list(d, true, &ret);
 
 	if (!out)
 		walk_error(c, "%s: cannot read: %s", shown, g_strerror(-ret));
 	return out;
 }
 
+/* @rel under @at, a walk error about @shown on failure. */
+static struct kvt_dir *open_dir(struct ctx *c, struct kvt_dir *at, const char *rel,
+				const char *shown)
+{
+	struct kvt_dir *d = NULL;
+	int ret = kvt_dir_open(at, rel, &d);
+
+	if (ret < 0)
+		walk_error(c, "%s: cannot open: %s", shown, g_strerror(-ret));
+	return d;
+}
+
 /* ------------------------------------------------------------ store */
-
-static bool open_store(struct ctx *c, GError **err)
-{
-	static const char *const dirs[] = { "objects", "names", "staging" };
-	int *fds[] = { &c->objfd, &c->namesfd, &c->stagesfd };
-	char buf[64];
-	int fd, version;
-	ssize_t n;
-
-	c->lowerfd = open(c->lowerdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (c->lowerfd < 0) {
-		g_set_error(err, KVT_CHECK_ERROR, KVT_CHECK_ERROR_STORE,
-			    "LOWERDIR %s: %s", c->lowerdir, g_strerror(errno));
-		return false;
-	}
-	fd = openat(c->lowerfd, KVT_MARKER, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT) {
-		g_set_error(err, KVT_CHECK_ERROR, KVT_CHECK_ERROR_STORE,
-			    "LOWERDIR %s is not a kvtierfs store (no %s)",
-			    c->lowerdir, KVT_MARKER);
-		return false;
-	}
-	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (n < 0) {
-		g_set_error(err, KVT_CHECK_ERROR, KVT_CHECK_ERROR_STORE,
-			    "LOWERDIR %s: cannot read %s: %s", c->lowerdir,
-			    KVT_MARKER, g_strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return false;
-	}
-	close(fd);
-	buf[n] = '\0';
-	/* The same test as the daemon's: what a mount accepts, fsck checks. */
-	if (sscanf(buf, KVT_MARKER " %d", &version) != 1) {
-		g_set_error(err, KVT_CHECK_ERROR, KVT_CHECK_ERROR_STORE,
-			    "LOWERDIR %s: %s is not a kvtierfs store marker",
-			    c->lowerdir, KVT_MARKER);
-		return false;
-	}
-	if (version != KVT_FORMAT_VERSION) {
-		g_set_error(err, KVT_CHECK_ERROR, KVT_CHECK_ERROR_STORE,
-			    "LOWERDIR %s: store format %d, kvtierfs-fsck checks format %d",
-			    c->lowerdir, version, KVT_FORMAT_VERSION);
-		return false;
-	}
-	for (size_t i = 0; i < G_N_ELEMENTS(dirs); i++) {
-		/* Followed if symbolic links, as a mount does. */
-		*fds[i] = openat(c->lowerfd, dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (*fds[i] < 0) {
-			g_set_error(err, KVT_CHECK_ERROR, KVT_CHECK_ERROR_STORE,
-				    "LOWERDIR %s: damaged store: %s/: %s", c->lowerdir,
-				    dirs[i], g_strerror(errno));
-			return false;
-		}
-	}
-	return true;
-}
-
-/* Whether a live mount holds staging/@name/lock: 1 yes, 0 no, -errno.
- * A mount holds an OFD write lock on it for its lifetime; asking with
- * F_OFD_GETLK takes nothing, so it works on a read-only store too. */
-static int stage_is_live(int stagesfd, const char *name)
-{
-	g_autofree char *lock = g_strdup_printf("%s/" LOCK_NAME, name);
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	int fd = openat(stagesfd, lock, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	int ret = 0;
-
-	if (fd < 0)
-		/* No lock file: a dead mount's, or one dying at birth. */
-		return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
-	if (fcntl(fd, F_OFD_GETLK, &fl))
-		ret = -errno;
-	else
-		ret = fl.l_type != F_UNLCK;
-	close(fd);
-	return ret;
-}
 
 /* Fails when a mount is using the store. */
 static bool check_not_live(struct ctx *c, GError **err)
 {
 	int ret;
-	g_autoptr(GPtrArray) stages = read_dir(c->stagesfd, ".", &ret);
+	g_autoptr(GPtrArray) stages = kvt_dir_list(c->l.staging, true, &ret);
 
 	if (!stages) {
 		g_set_error(err, KVT_CHECK_ERROR, KVT_CHECK_ERROR_STORE,
@@ -301,19 +181,19 @@ static bool check_not_live(struct ctx *c, GError **err)
 		return false;
 	}
 	for (guint i = 0; i < stages->len; i++) {
-		const struct entry *e = stages->pdata[i];
-		int live = stage_is_live(c->stagesfd, e->name);
+		const struct kvt_dirent *e = stages->pdata[i];
+		int live = kvt_staging_live(&c->l, e->name);
 
 		if (live > 0) {
 			g_set_error(err, KVT_CHECK_ERROR, KVT_CHECK_ERROR_BUSY,
-				    "LOWERDIR %s is in use by a mount (staging/%s/"
-				    LOCK_NAME " is locked); unmount it first",
-				    c->lowerdir, e->name);
+				    "LOWERDIR %s is in use by a mount (staging/%s/lock "
+				    "is locked); unmount it first", c->lowerdir, e->name);
 			return false;
 		}
-		if (live < 0) {
+		/* Not a directory: reported by the staging pass. */
+		if (live < 0 && live != -ENOTDIR && live != -ELOOP) {
 			g_set_error(err, KVT_CHECK_ERROR, KVT_CHECK_ERROR_STORE,
-				    "LOWERDIR %s: staging/%s/" LOCK_NAME ": %s",
+				    "LOWERDIR %s: staging/%s/lock: %s",
 				    c->lowerdir, e->name, g_strerror(-live));
 			return false;
 		}
@@ -325,10 +205,10 @@ static bool check_not_live(struct ctx *c, GError **err)
 static void check_top(struct ctx *c)
 {
 	static const char *const dirs[] = { "objects", "names", "staging", "lost+found" };
-	g_autoptr(GPtrArray) top = list_dir(c, c->lowerfd, ".", "LOWERDIR");
+	g_autoptr(GPtrArray) top = list_dir(c, c->l.root, "LOWERDIR");
 
 	for (guint i = 0; top && i < top->len; i++) {
-		const struct entry *e = top->pdata[i];
+		const struct kvt_dirent *e = top->pdata[i];
 		bool known = !strcmp(e->name, KVT_MARKER);
 
 		for (size_t j = 0; !known && j < G_N_ELEMENTS(dirs); j++)
@@ -341,30 +221,6 @@ static void check_top(struct ctx *c)
 
 /* ------------------------------------------------------------ objects */
 
-static bool is_fanout(const char *name)
-{
-	return strlen(name) == 2 && g_ascii_isxdigit(name[0]) && g_ascii_isxdigit(name[1]) &&
-	       !g_ascii_isupper(name[0]) && !g_ascii_isupper(name[1]);
-}
-
-/* "<hash>" (anchor) or "<hash>.<ref>" (reference) inside fan-out @dir. */
-static bool parse_object_name(const char *dir, const char *name, kvt_hash *h,
-			      bool *is_ref)
-{
-	size_t len = strlen(name);
-
-	if (len < KVT_HASH_HEX_LEN || strncmp(name, dir, 2) ||
-	    !kvt_hash_parse(name, KVT_HASH_HEX_LEN, h))
-		return false;
-	if (len == KVT_HASH_HEX_LEN) {
-		*is_ref = false;
-		return true;
-	}
-	*is_ref = true;
-	return name[KVT_HASH_HEX_LEN] == '.' && len > KVT_HASH_HEX_LEN + 1 &&
-	       len - KVT_HASH_HEX_LEN - 1 < KVT_REF_MAX;
-}
-
 enum { HASH_TODO, HASH_DONE, HASH_FAILED };
 
 struct obj_inode {
@@ -374,15 +230,16 @@ struct obj_inode {
 	kvt_hash found;
 };
 
-/* Hashes the inode behind @dfd/@name, once for all its links. */
-static struct obj_inode *hash_inode(struct ctx *c, GHashTable *inodes, int dfd,
+/* Hashes the inode behind @fan/@name, once for all its links. */
+static struct obj_inode *hash_inode(struct ctx *c, GHashTable *inodes, struct kvt_dir *fan,
 				    const char *name, const char *shown,
 				    const struct stat *st)
 {
 	guint64 ino = st->st_ino;
 	struct obj_inode *oi = g_hash_table_lookup(inodes, &ino);
 	struct stat fst;
-	int fd, ret;
+	kvt_autofd fd = -1;
+	int ret;
 
 	if (oi)
 		return oi;
@@ -391,43 +248,33 @@ static struct obj_inode *hash_inode(struct ctx *c, GHashTable *inodes, int dfd,
 	g_hash_table_insert(inodes, &oi->ino, oi);
 	c->res->objects++;
 	oi->state = HASH_FAILED;
-	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = kvt_dir_open_file(fan, name, O_RDONLY, 0, &fst);
 	if (fd < 0) {
-		walk_error(c, "%s: cannot open: %s", shown, g_strerror(errno));
+		walk_error(c, "%s: cannot open: %s", shown, g_strerror(-fd));
 		return oi;
 	}
-	if (fstat(fd, &fst)) {
-		walk_error(c, "%s: cannot stat: %s", shown, g_strerror(errno));
+	ret = kvt_hash_fd(fd, fst.st_size, &oi->found);
+	if (ret < 0) {
+		walk_error(c, "%s: cannot read: %s", shown, g_strerror(-ret));
 	} else {
-		ret = kvt_hash_fd(fd, fst.st_size, &oi->found);
-		if (ret < 0) {
-			walk_error(c, "%s: cannot read: %s", shown, g_strerror(-ret));
-		} else {
-			oi->size = fst.st_size;
-			oi->state = HASH_DONE;
-		}
+		oi->size = fst.st_size;
+		oi->state = HASH_DONE;
 	}
-	close(fd);
 	return oi;
 }
 
 static void hash_fanout(struct ctx *c, const char *dir)
 {
 	g_autofree char *shown = g_strdup_printf("objects/%s", dir);
-	g_autoptr(GPtrArray) ents = list_dir(c, c->objfd, dir, shown);
+	g_autoptr(kvt_dir) fan = open_dir(c, c->l.objects, dir, shown);
+	g_autoptr(GPtrArray) ents = fan ? list_dir(c, fan, shown) : NULL;
 	g_autoptr(GHashTable) inodes = NULL;
-	int dfd;
 
 	if (!ents)
 		return;
-	dfd = openat(c->objfd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0) {
-		walk_error(c, "%s: cannot open: %s", shown, g_strerror(errno));
-		return;
-	}
 	inodes = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
 	for (guint i = 0; i < ents->len; i++) {
-		const struct entry *e = ents->pdata[i];
+		const struct kvt_dirent *e = ents->pdata[i];
 		g_autofree char *path = g_strdup_printf("objects/%s/%s", dir, e->name);
 		char want[KVT_HASH_HEX_LEN + 1], got[KVT_HASH_HEX_LEN + 1];
 		struct obj_inode *oi;
@@ -435,13 +282,15 @@ static void hash_fanout(struct ctx *c, const char *dir)
 		struct stat st;
 		kvt_hash h;
 		bool is_ref;
+		int ret;
 
-		if (!parse_object_name(dir, e->name, &h, &is_ref)) {
+		if (!kvt_object_parse_name(dir, e->name, &h, &is_ref)) {
 			problem(c, KVT_UNKNOWN, path, false, 0, "not an object name");
 			continue;
 		}
-		if (fstatat(dfd, e->name, &st, AT_SYMLINK_NOFOLLOW)) {
-			walk_error(c, "%s: cannot stat: %s", path, g_strerror(errno));
+		ret = kvt_dir_stat(fan, e->name, &st);
+		if (ret < 0) {
+			walk_error(c, "%s: cannot stat: %s", path, g_strerror(-ret));
 			continue;
 		}
 		if (!S_ISREG(st.st_mode)) {
@@ -449,7 +298,7 @@ static void hash_fanout(struct ctx *c, const char *dir)
 				type_name(st.st_mode));
 			continue;
 		}
-		oi = hash_inode(c, inodes, dfd, e->name, path, &st);
+		oi = hash_inode(c, inodes, fan, e->name, path, &st);
 		if (oi->state != HASH_DONE || kvt_hash_equal(&h, &oi->found))
 			continue;
 		t = g_new(struct torn, 1);
@@ -458,116 +307,122 @@ static void hash_fanout(struct ctx *c, const char *dir)
 		g_hash_table_insert(c->torn, g_strdup_printf("%s/%s", dir, e->name), t);
 		kvt_hash_hex(&h, want);
 		kvt_hash_hex(&oi->found, got);
-		problem(c, KVT_TORN_HASH, path, true, remove_at(c, dfd, e->name),
+		problem(c, KVT_TORN_HASH, path, true, remove_at(c, fan, e->name),
 			"expected xxh3-128:%s, found xxh3-128:%s", want, got);
 	}
-	close(dfd);
 }
 
-static void check_objects(struct ctx *c)
+/* Calls @fn for each fan-out directory of objects/ (reporting anything
+ * else there when @report). */
+static void each_fanout(struct ctx *c, bool report, void (*fn)(struct ctx *, const char *))
 {
-	g_autoptr(GPtrArray) top = list_dir(c, c->objfd, ".", "objects");
+	g_autoptr(GPtrArray) top = list_dir(c, c->l.objects, "objects");
 
 	for (guint i = 0; top && i < top->len; i++) {
-		const struct entry *e = top->pdata[i];
+		const struct kvt_dirent *e = top->pdata[i];
 		g_autofree char *path = g_strdup_printf("objects/%s", e->name);
 		struct stat st;
+		int ret = kvt_dir_stat(c->l.objects, e->name, &st);
 
-		if (fstatat(c->objfd, e->name, &st, AT_SYMLINK_NOFOLLOW)) {
-			walk_error(c, "%s: cannot stat: %s", path, g_strerror(errno));
+		if (ret < 0) {
+			if (report)
+				walk_error(c, "%s: cannot stat: %s", path, g_strerror(-ret));
 			continue;
 		}
-		if (!is_fanout(e->name) || !S_ISDIR(st.st_mode)) {
-			problem(c, KVT_UNKNOWN, path, false, 0,
-				"%s, not an object fan-out directory",
-				type_name(st.st_mode));
+		if (!kvt_object_is_fanout(e->name) || !S_ISDIR(st.st_mode)) {
+			if (report)
+				problem(c, KVT_UNKNOWN, path, false, 0,
+					"%s, not an object fan-out directory",
+					type_name(st.st_mode));
 			continue;
 		}
-		hash_fanout(c, e->name);
+		fn(c, e->name);
 	}
 }
 
 /* ------------------------------------------------------------ names */
 
-static void check_record(struct ctx *c, const char *rel)
+/* The reference link a record names. */
+static int stat_ref(struct ctx *c, const struct kvt_record *rec, const char *refname,
+		    struct stat *st)
 {
-	g_autofree char *path = g_strdup_printf("names/%s", rel);
-	g_autofree char *buf = NULL;
-	g_autofree char *refp = NULL;
-	g_autofree char *objpath = NULL;
+	struct kvt_dir **fan = &c->fan[rec->hash.b[0]];
+	char dir[3];
+
+	kvt_object_fanout(&rec->hash, dir);
+	if (!*fan) {
+		int ret = kvt_dir_open(c->l.objects, dir, fan);
+
+		if (ret < 0)
+			return ret;
+	}
+	return kvt_dir_stat(*fan, refname, st);
+}
+
+static void check_record(struct ctx *c, struct kvt_dir *d, const char *name,
+			 const char *path)
+{
+	g_autofree char *refname = NULL, *refp = NULL, *objpath = NULL;
 	char want[KVT_HASH_HEX_LEN + 1], got[KVT_HASH_HEX_LEN + 1];
 	struct kvt_record rec;
 	const struct torn *t;
 	struct stat st, ost;
-	size_t len = 0;
-	ssize_t n = 1;
-	int fd, ret;
+	int ret;
 
 	c->res->names++;
-	fd = openat(c->namesfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st)) {
-		walk_error(c, "%s: cannot open: %s", path, g_strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		c->names_complete = false;
-		return;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size > KVT_RECORD_MAX) {
-		close(fd);
-		problem(c, KVT_UNPARSABLE, path, true, remove_at(c, c->namesfd, rel),
+	ret = kvt_dir_stat(d, name, &st);
+	if (ret == 0 && (!S_ISREG(st.st_mode) || st.st_size > KVT_RECORD_MAX)) {
+		problem(c, KVT_UNPARSABLE, path, true, remove_at(c, d, name),
 			"%s of %lld bytes, not a kvtierfs record",
 			type_name(st.st_mode), (long long)st.st_size);
 		return;
 	}
-	buf = g_malloc(st.st_size + 1);
-	while (len < (size_t)st.st_size &&
-	       (n = pread(fd, buf + len, st.st_size - len, len)) > 0)
-		len += n;
-	close(fd);
-	if (n < 0) {
-		walk_error(c, "%s: cannot read: %s", path, g_strerror(errno));
-		c->names_complete = false;
-		return;
-	}
-	ret = kvt_record_parse(buf, len, &rec);
-	if (ret < 0) {
-		problem(c, KVT_UNPARSABLE, path, true, remove_at(c, c->namesfd, rel),
+	if (ret == 0)
+		ret = kvt_name_read(d, name, &rec, &st);
+	if (ret == -EBADMSG) {
+		problem(c, KVT_UNPARSABLE, path, true, remove_at(c, d, name),
 			"not a kvtierfs record");
 		return;
 	}
-	refp = kvt_object_ref_path(&rec.hash, rec.ref);
-	objpath = g_strdup_printf("objects/%s", refp);
+	if (ret < 0) {
+		walk_error(c, "%s: cannot read: %s", path, g_strerror(-ret));
+		c->names_complete = false;
+		return;
+	}
+	refname = kvt_object_ref_name(&rec);
+	refp = g_strdup_printf("%.2s/%s", refname, refname);
+	objpath = kvt_object_path(&rec);
 	kvt_hash_hex(&rec.hash, want);
 
 	/* Torn first: pass 1 may already have removed the object. */
 	t = g_hash_table_lookup(c->torn, refp);
 	if (t && t->size != rec.size) {
-		problem(c, KVT_TORN_SIZE, path, true, remove_at(c, c->namesfd, rel),
+		problem(c, KVT_TORN_SIZE, path, true, remove_at(c, d, name),
 			"expected %" G_GUINT64_FORMAT " bytes, object %s has %"
 			G_GUINT64_FORMAT, rec.size, objpath, t->size);
 		goto out;
 	}
 	if (t) {
 		kvt_hash_hex(&t->found, got);
-		problem(c, KVT_TORN_HASH, path, true, remove_at(c, c->namesfd, rel),
+		problem(c, KVT_TORN_HASH, path, true, remove_at(c, d, name),
 			"expected xxh3-128:%s, object %s has xxh3-128:%s",
 			want, objpath, got);
 		goto out;
 	}
-	if (fstatat(c->objfd, refp, &ost, AT_SYMLINK_NOFOLLOW)) {
-		if (errno == ENOENT || errno == ENOTDIR) {
-			problem(c, KVT_DANGLING, path, true,
-				remove_at(c, c->namesfd, rel), "object %s missing", objpath);
-			goto out;
-		}
+	ret = stat_ref(c, &rec, refname, &ost);
+	if (ret == -ENOENT || ret == -ENOTDIR) {
+		problem(c, KVT_DANGLING, path, true, remove_at(c, d, name),
+			"object %s missing", objpath);
+		goto out;
+	} else if (ret < 0) {
 		/* Cannot tell: the record stays, and so does its object. */
-		walk_error(c, "%s: cannot stat: %s", objpath, g_strerror(errno));
+		walk_error(c, "%s: cannot stat: %s", objpath, g_strerror(-ret));
 	} else if (!S_ISREG(ost.st_mode)) {
-		problem(c, KVT_DANGLING, path, true, remove_at(c, c->namesfd, rel),
+		problem(c, KVT_DANGLING, path, true, remove_at(c, d, name),
 			"object %s is %s", objpath, type_name(ost.st_mode));
 		goto out;
 	} else if ((guint64)ost.st_size != rec.size) {
-		problem(c, KVT_TORN_SIZE, path, true, remove_at(c, c->namesfd, rel),
+		problem(c, KVT_TORN_SIZE, path, true, remove_at(c, d, name),
 			"expected %" G_GUINT64_FORMAT " bytes, object %s has %lld",
 			rec.size, objpath, (long long)ost.st_size);
 		goto out;
@@ -583,41 +438,46 @@ out:
 	kvt_record_clear(&rec);
 }
 
-/* @rel: a directory under names/, "" for names/ itself. */
-static void check_names_dir(struct ctx *c, const char *rel)
+/* @d is names/@rel ("" for names/ itself).  Directories are walked by
+ * handle, one component at a time: a name deeper than PATH_MAX is checked
+ * like any other. */
+static void check_names_dir(struct ctx *c, struct kvt_dir *d, const char *rel)
 {
 	g_autofree char *shown = rel[0] ? g_strdup_printf("names/%s", rel) : g_strdup("names");
-	g_autoptr(GPtrArray) ents = list_dir(c, c->namesfd, rel[0] ? rel : ".", shown);
+	g_autoptr(GPtrArray) ents = list_dir(c, d, shown);
 
 	if (!ents) {
 		c->names_complete = false;
 		return;
 	}
-	/* The listing is in memory and the directory closed: one open
-	 * directory at a time, however deep the tree. */
 	for (guint i = 0; i < ents->len; i++) {
-		const struct entry *e = ents->pdata[i];
+		const struct kvt_dirent *e = ents->pdata[i];
 		g_autofree char *child = rel[0] ? g_strdup_printf("%s/%s", rel, e->name)
 						: g_strdup(e->name);
+		g_autofree char *path = g_strdup_printf("names/%s", child);
 		mode_t type = DTTOIF(e->type);
 		struct stat st;
 
 		if (e->type == DT_UNKNOWN) {
-			if (fstatat(c->namesfd, child, &st, AT_SYMLINK_NOFOLLOW)) {
-				walk_error(c, "names/%s: cannot stat: %s", child,
-					   g_strerror(errno));
+			int ret = kvt_dir_stat(d, e->name, &st);
+
+			if (ret < 0) {
+				walk_error(c, "%s: cannot stat: %s", path, g_strerror(-ret));
 				c->names_complete = false;
 				continue;
 			}
 			type = st.st_mode & S_IFMT;
 		}
 		if (S_ISDIR(type)) {
-			check_names_dir(c, child);
-		} else if (S_ISREG(type)) {
-			check_record(c, child);
-		} else {
-			g_autofree char *path = g_strdup_printf("names/%s", child);
+			g_autoptr(kvt_dir) sub = open_dir(c, d, e->name, path);
 
+			if (sub)
+				check_names_dir(c, sub, child);
+			else
+				c->names_complete = false;
+		} else if (S_ISREG(type)) {
+			check_record(c, d, e->name, path);
+		} else {
 			problem(c, KVT_UNKNOWN, path, false, 0, "%s, not a record",
 				type_name(type));
 		}
@@ -629,38 +489,35 @@ static void check_names_dir(struct ctx *c, const char *rel)
 static void orphans_fanout(struct ctx *c, const char *dir)
 {
 	g_autofree char *shown = g_strdup_printf("objects/%s", dir);
-	g_autoptr(GPtrArray) ents = list_dir(c, c->objfd, dir, shown);
+	g_autoptr(kvt_dir) fan = open_dir(c, c->l.objects, dir, shown);
+	g_autoptr(GPtrArray) ents = fan ? list_dir(c, fan, shown) : NULL;
 	g_autoptr(GHashTable) used = NULL;  /* inodes with a used reference */
 	g_autofree guint64 *inos = NULL;
 	g_autofree guint8 *kind = NULL;
 	enum { SKIP, ANCHOR, REF_USED, REF_UNUSED };
-	int dfd;
 
 	if (!ents)
 		return;
-	dfd = openat(c->objfd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0) {
-		walk_error(c, "%s: cannot open: %s", shown, g_strerror(errno));
-		return;
-	}
 	used = g_hash_table_new(g_int64_hash, g_int64_equal);
 	inos = g_new0(guint64, ents->len);
 	kind = g_new0(guint8, ents->len);
 	for (guint i = 0; i < ents->len; i++) {
-		const struct entry *e = ents->pdata[i];
+		const struct kvt_dirent *e = ents->pdata[i];
 		g_autofree char *key = g_strdup_printf("%s/%s", dir, e->name);
 		struct stat st;
 		kvt_hash h;
 		bool is_ref;
+		int ret;
 
 		/* Unknown and torn links were reported by pass 1. */
-		if (!parse_object_name(dir, e->name, &h, &is_ref) ||
+		if (!kvt_object_parse_name(dir, e->name, &h, &is_ref) ||
 		    g_hash_table_contains(c->torn, key))
 			continue;
-		if (fstatat(dfd, e->name, &st, AT_SYMLINK_NOFOLLOW)) {
-			if (errno != ENOENT)
+		ret = kvt_dir_stat(fan, e->name, &st);
+		if (ret < 0) {
+			if (ret != -ENOENT)
 				walk_error(c, "objects/%s: cannot stat: %s", key,
-					   g_strerror(errno));
+					   g_strerror(-ret));
 			continue;
 		}
 		if (!S_ISREG(st.st_mode))
@@ -676,111 +533,35 @@ static void orphans_fanout(struct ctx *c, const char *dir)
 		}
 	}
 	for (guint i = 0; i < ents->len; i++) {
-		const struct entry *e = ents->pdata[i];
+		const struct kvt_dirent *e = ents->pdata[i];
 		g_autofree char *path = NULL;
 
 		if (kind[i] == REF_UNUSED) {
 			path = g_strdup_printf("objects/%s/%s", dir, e->name);
-			problem(c, KVT_ORPHAN, path, true, remove_at(c, dfd, e->name),
+			problem(c, KVT_ORPHAN, path, true, remove_at(c, fan, e->name),
 				"no record uses this reference");
 		} else if (kind[i] == ANCHOR && !g_hash_table_contains(used, &inos[i])) {
 			path = g_strdup_printf("objects/%s/%s", dir, e->name);
-			problem(c, KVT_ORPHAN, path, true, remove_at(c, dfd, e->name),
+			problem(c, KVT_ORPHAN, path, true, remove_at(c, fan, e->name),
 				"no record uses this anchor's object");
 		}
-	}
-	close(dfd);
-}
-
-static void check_orphans(struct ctx *c)
-{
-	g_autoptr(GPtrArray) top = list_dir(c, c->objfd, ".", "objects");
-
-	for (guint i = 0; top && i < top->len; i++) {
-		const struct entry *e = top->pdata[i];
-		struct stat st;
-
-		if (is_fanout(e->name) &&
-		    !fstatat(c->objfd, e->name, &st, AT_SYMLINK_NOFOLLOW) &&
-		    S_ISDIR(st.st_mode))
-			orphans_fanout(c, e->name);
 	}
 }
 
 /* ------------------------------------------------------------ staging */
 
-/* Removes @parentfd/@name and everything under it; -errno of the first
- * failure. */
-static int remove_tree(int parentfd, const char *name)
-{
-	int fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct dirent *de;
-	int ret = 0;
-	DIR *d;
-
-	if (fd < 0) {
-		if (errno != ENOTDIR && errno != ELOOP)
-			return -errno;
-		return unlinkat(parentfd, name, 0) ? -errno : 0;
-	}
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	while ((de = readdir(d))) {
-		int r = 0;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN)
-			r = remove_tree(fd, de->d_name);
-		else if (unlinkat(fd, de->d_name, 0))
-			r = -errno;
-		if (r < 0 && r != -ENOENT && !ret)
-			ret = r;
-	}
-	closedir(d);
-	if (unlinkat(parentfd, name, AT_REMOVEDIR) && !ret)
-		ret = -errno;
-	return ret;
-}
-
-/* Removes a dead mount's staging directory the way a new mount does: take
- * its lock first, so that a mount that came to life meanwhile keeps it. */
-static int remove_stage(struct ctx *c, const char *name)
-{
-	g_autofree char *lock = g_strdup_printf("%s/" LOCK_NAME, name);
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	int fd, ret;
-
-	if (!c->o->repair)
-		return 0;
-	fd = openat(c->stagesfd, lock, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0 && errno != ENOENT)
-		return -errno;
-	if (fd >= 0 && fcntl(fd, F_OFD_SETLK, &fl)) {
-		ret = errno == EAGAIN || errno == EACCES ? -EBUSY : -errno;
-		close(fd);
-		return ret;
-	}
-	ret = remove_tree(c->stagesfd, name);
-	if (fd >= 0)
-		close(fd);
-	return ret == 0 || ret == -ENOENT ? 1 : ret;
-}
-
 static void check_staging(struct ctx *c)
 {
-	g_autoptr(GPtrArray) ents = list_dir(c, c->stagesfd, ".", "staging");
+	g_autoptr(GPtrArray) ents = list_dir(c, c->l.staging, "staging");
 
 	for (guint i = 0; ents && i < ents->len; i++) {
-		const struct entry *e = ents->pdata[i];
+		const struct kvt_dirent *e = ents->pdata[i];
 		g_autofree char *path = g_strdup_printf("staging/%s", e->name);
 		struct stat st;
+		int ret = kvt_dir_stat(c->l.staging, e->name, &st), repair = 0;
 
-		if (fstatat(c->stagesfd, e->name, &st, AT_SYMLINK_NOFOLLOW)) {
-			walk_error(c, "%s: cannot stat: %s", path, g_strerror(errno));
+		if (ret < 0) {
+			walk_error(c, "%s: cannot stat: %s", path, g_strerror(-ret));
 			continue;
 		}
 		if (!S_ISDIR(st.st_mode)) {
@@ -788,11 +569,15 @@ static void check_staging(struct ctx *c)
 				"%s, not a staging directory", type_name(st.st_mode));
 			continue;
 		}
-		if (stage_is_live(c->stagesfd, e->name) > 0) {
+		if (kvt_staging_live(&c->l, e->name) > 0) {
 			walk_error(c, "%s: a mount started during the check", path);
 			continue;
 		}
-		problem(c, KVT_STALE_STAGING, path, true, remove_stage(c, e->name),
+		if (c->o->repair) {
+			ret = kvt_staging_remove(&c->l, e->name);
+			repair = ret == 0 ? 1 : ret;
+		}
+		problem(c, KVT_STALE_STAGING, path, true, repair,
 			"left by a mount that is gone");
 	}
 }
@@ -803,23 +588,26 @@ bool kvt_check(const char *lowerdir, const struct kvt_check_opts *opts,
 	       struct kvt_check_result *res, GError **err)
 {
 	struct ctx c = {
-		.o = opts, .res = res, .lowerdir = lowerdir,
-		.lowerfd = -1, .objfd = -1, .namesfd = -1, .stagesfd = -1,
-		.names_complete = true,
+		.o = opts, .res = res, .lowerdir = lowerdir, .names_complete = true,
 	};
 	g_autoptr(GError) late = NULL;
+	g_autoptr(GError) lerr = NULL;
 	bool ok = false;
 
 	memset(res, 0, sizeof(*res));
-	if (!open_store(&c, err) || !check_not_live(&c, err))
+	if (!kvt_layout_open(lowerdir, KVT_LAYOUT_EXISTING, &c.l, &lerr)) {
+		g_set_error_literal(err, KVT_CHECK_ERROR, KVT_CHECK_ERROR_STORE, lerr->message);
+		return false;
+	}
+	if (!check_not_live(&c, err))
 		goto out;
 	c.torn = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	c.refs = g_hash_table_new(g_str_hash, g_str_equal);
 	c.keys = g_string_chunk_new(1 << 20);
 
 	check_top(&c);
-	check_objects(&c);
-	check_names_dir(&c, "");
+	each_fanout(&c, true, hash_fanout);
+	check_names_dir(&c, c.l.names, "");
 	/* An unread record would make its object look orphaned; a mount that
 	 * started meanwhile may be publishing objects its records do not yet
 	 * name. */
@@ -828,7 +616,7 @@ bool kvt_check(const char *lowerdir, const struct kvt_check_opts *opts,
 	} else if (opts->repair && !check_not_live(&c, &late)) {
 		walk_error(&c, "%s: orphans not checked", late->message);
 	} else {
-		check_orphans(&c);
+		each_fanout(&c, false, orphans_fanout);
 	}
 	check_staging(&c);
 	ok = true;
@@ -839,13 +627,8 @@ out:
 		g_hash_table_unref(c.refs);
 	if (c.keys)
 		g_string_chunk_free(c.keys);
-	if (c.stagesfd >= 0)
-		close(c.stagesfd);
-	if (c.namesfd >= 0)
-		close(c.namesfd);
-	if (c.objfd >= 0)
-		close(c.objfd);
-	if (c.lowerfd >= 0)
-		close(c.lowerfd);
+	for (size_t i = 0; i < G_N_ELEMENTS(c.fan); i++)
+		kvt_dir_unref(c.fan[i]);
+	kvt_layout_close(&c.l);
 	return ok;
 }

@@ -1,43 +1,70 @@
-/* In-memory inode lifetime and the children tables (rules in inode.h). */
+/* In-memory inode lifetime, the children tables, and each directory's
+ * way to its lower directory (inode.h). */
 #include "inode.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "forget.h"
+#include "object.h"
 
 static uint64_t next_serial = 1;
 
-static struct kvt_inode *inode_alloc(struct kvt_inode *parent, const char *name)
+static struct kvt_inode *inode_alloc(struct kvt_fs *fs, struct kvt_inode *parent,
+				     const char *name)
 {
 	struct kvt_inode *ino = g_new0(struct kvt_inode, 1);
 
 	ino->serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
 	ino->name = g_strdup(name);
 	ino->parent = parent;
-	ino->fd = -1;
 	g_mutex_init(&ino->lock);
 	g_cond_init(&ino->published);
 	kvt_record_init(&ino->rec);
+	ino->live.data = ino;
+	g_mutex_lock(&fs->live_lock);
+	g_queue_push_tail_link(&fs->live_inodes, &ino->live);
+	g_mutex_unlock(&fs->live_lock);
 	return ino;
 }
 
-struct kvt_inode *kvt_inode_new_dir(struct kvt_inode *parent, const char *name,
-				    int fd, const struct stat *st)
+struct kvt_inode *kvt_inode_new_dir(struct kvt_fs *fs, struct kvt_inode *parent,
+				    const char *name, const struct stat *st)
 {
-	struct kvt_inode *ino = inode_alloc(parent, name);
+	struct kvt_inode *ino = inode_alloc(fs, parent, name);
 
 	ino->is_dir = true;
-	ino->fd = fd;
 	ino->dev = st->st_dev;
 	ino->lower_ino = st->st_ino;
 	ino->children = g_hash_table_new(g_str_hash, g_str_equal);
 	return ino;
 }
 
-struct kvt_inode *kvt_inode_new_file(struct kvt_inode *parent, const char *name)
+struct kvt_inode *kvt_inode_new_root(struct kvt_fs *fs, struct kvt_dir *names)
 {
-	return inode_alloc(parent, name);
+	struct stat st = { .st_dev = names->dev, .st_ino = names->ino };
+	struct kvt_inode *root = kvt_inode_new_dir(fs, NULL, "", &st);
+
+	kvt_inode_ref(root); /* never forgotten */
+	return root;
+}
+
+struct kvt_inode *kvt_inode_new_file(struct kvt_fs *fs, struct kvt_inode *parent,
+				     const char *name)
+{
+	return inode_alloc(fs, parent, name);
+}
+
+bool kvt_inode_is_local(struct kvt_inode *ino)
+{
+	bool local;
+
+	if (ino->is_dir)
+		return false;
+	kvt_inode_lock(ino);
+	local = kvt_inode_local(ino);
+	kvt_inode_unlock(ino);
+	return local;
 }
 
 void kvt_inode_ref(struct kvt_inode *ino)
@@ -63,19 +90,15 @@ void kvt_inode_detach(struct kvt_inode *child)
 
 static void inode_free(struct kvt_fs *fs, struct kvt_inode *ino)
 {
-	g_mutex_lock(&fs->lru_lock);
-	if (ino->lru) {
-		g_queue_unlink(&fs->lru, &ino->lru->link);
-		g_free(ino->lru->name);
-		g_free(ino->lru);
-	}
-	g_mutex_unlock(&fs->lru_lock);
-	if (ino->stage)
-		kvt_stage_put(fs->store, ino->stage);
+	kvt_lru_forget(fs, ino);
+	g_mutex_lock(&fs->live_lock);
+	g_queue_unlink(&fs->live_inodes, &ino->live);
+	g_mutex_unlock(&fs->live_lock);
+	kvt_stage_unref(ino->stage);
 	if (ino->release_on_free)
 		kvt_object_release(fs->store, &ino->rec);
-	if (ino->fd >= 0)
-		close(ino->fd);
+	if (ino->is_dir)
+		kvt_dircache_drop(fs->dirs, ino->serial);
 	if (ino->children)
 		g_hash_table_unref(ino->children);
 	kvt_record_clear(&ino->rec);
@@ -85,22 +108,28 @@ static void inode_free(struct kvt_fs *fs, struct kvt_inode *ino)
 	g_free(ino);
 }
 
+void kvt_inode_discard(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	inode_free(fs, ino);
+}
+
 void kvt_inode_unref(struct kvt_fs *fs, struct kvt_inode *ino)
 {
+	kvt_lock_assert_none("kvt_inode_unref");
 	/* The last reference goes under the parent's lock, where lookups
 	 * find and reference children: no lookup can revive a freed inode. */
 	while (ino) {
 		struct kvt_inode *p;
 		bool attached;
 
-		g_mutex_lock(&fs->tree_lock);
+		kvt_tree_lock(fs);
 		p = ino->parent;
 		if (p)
-			g_mutex_lock(&p->lock);
-		g_mutex_unlock(&fs->tree_lock);
+			kvt_inode_lock(p);
+		kvt_tree_unlock(fs);
 		if (!g_atomic_int_dec_and_test(&ino->refs)) {
 			if (p)
-				g_mutex_unlock(&p->lock);
+				kvt_inode_unlock(p);
 			return;
 		}
 		attached = p && !ino->unlinked &&
@@ -108,7 +137,7 @@ void kvt_inode_unref(struct kvt_fs *fs, struct kvt_inode *ino)
 		if (attached)
 			g_hash_table_remove(p->children, ino->name);
 		if (p)
-			g_mutex_unlock(&p->lock);
+			kvt_inode_unlock(p);
 		inode_free(fs, ino);
 		/* Every child holds one reference on its parent while it
 		 * lives, attached or not. */
@@ -116,76 +145,112 @@ void kvt_inode_unref(struct kvt_fs *fs, struct kvt_inode *ino)
 	}
 }
 
-struct kvt_inode *kvt_lock_parent(struct kvt_fs *fs, struct kvt_inode *ino)
+/* Drops a reference the caller knows is not the last (another holder is
+ * pinned by a lock the caller holds), so no lock needs to be taken. */
+static void unref_not_last(struct kvt_inode *ino)
 {
-	struct kvt_inode *p;
+	gint was = g_atomic_int_add(&ino->refs, -1);
 
-	g_mutex_lock(&fs->tree_lock);
-	p = ino->parent;
-	if (p)
-		g_mutex_lock(&p->lock);
-	g_mutex_unlock(&fs->tree_lock);
-	if (p && ino->unlinked) {
-		g_mutex_unlock(&p->lock);
-		return NULL;
-	}
-	return p;
+	g_assert(was > 1);
 }
 
-bool kvt_is_tmp_name(struct kvt_fs *fs, const char *name)
+void kvt_inodes_free_all(struct kvt_fs *fs)
 {
-	return fs->tmp_suffix[0] && g_str_has_suffix(name, fs->tmp_suffix);
+	GList *l;
+
+	while ((l = g_queue_peek_head_link(&fs->live_inodes)))
+		inode_free(fs, l->data);
+	fs->root = NULL;
 }
 
-bool kvt_inode_pending(const struct kvt_inode *ino)
+int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out)
 {
-	return ino->stage && !ino->stage->consumed;
+	int ret = -ENOENT;
+
+	kvt_lock_assert_none("kvt_inode_dir");
+	if (dir == fs->root) {
+		*out = kvt_dir_ref(kvt_store_names(fs->store));
+		return 0;
+	}
+	*out = kvt_dircache_get(fs->dirs, dir->serial);
+	if (*out)
+		return 0;
+	/* A rename may move it while we open: try its new place again. */
+	for (int attempt = 0; attempt < 4; attempt++) {
+		g_autofree char *name = NULL;
+		struct kvt_dir *pd = NULL, *d = NULL;
+		struct kvt_inode *p;
+
+		kvt_tree_lock(fs);
+		p = dir->unlinked ? NULL : dir->parent;
+		if (p) {
+			kvt_inode_ref(p);
+			name = g_strdup(dir->name);
+		}
+		kvt_tree_unlock(fs);
+		if (!p)
+			return -ENOENT;
+		ret = kvt_inode_dir(fs, p, &pd);
+		if (ret == 0) {
+			ret = kvt_dir_open(pd, name, &d);
+			kvt_dir_unref(pd);
+		}
+		kvt_inode_unref(fs, p);
+		if (ret == 0 && (d->dev != dir->dev || d->ino != dir->lower_ino)) {
+			kvt_dir_unref(d);
+			ret = -ENOENT; /* another directory by that name now */
+		}
+		if (ret == 0) {
+			kvt_dircache_put(fs->dirs, dir->serial, d);
+			*out = d;
+			return 0;
+		}
+		if (ret != -ENOENT && ret != -ENOTDIR)
+			return ret;
+	}
+	return -ENOENT;
 }
 
-int kvt_stage_new(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t keep,
-		  struct kvt_stage **out)
+struct kvt_inode *kvt_lock_parent(struct kvt_fs *fs, struct kvt_inode *ino,
+				  struct kvt_dir **d, int *err)
 {
-	struct kvt_verify_result res;
-	struct kvt_stage *st;
-	struct stat sst;
-	int ret, src;
+	*d = NULL;
+	*err = 0;
+	for (;;) {
+		struct kvt_dir *pd = NULL;
+		struct kvt_inode *p;
+		bool same;
+		int ret;
 
-	ret = kvt_stage_create_new(fs->store, &st);
-	if (ret < 0 || !keep || !ino->has_record) {
-		*out = ret < 0 ? NULL : st;
-		return ret;
+		kvt_tree_lock(fs);
+		p = ino->unlinked ? NULL : ino->parent;
+		if (p)
+			kvt_inode_ref(p);
+		kvt_tree_unlock(fs);
+		if (!p)
+			return NULL;
+		ret = kvt_inode_dir(fs, p, &pd);
+		kvt_tree_lock(fs);
+		same = ino->parent == p && !ino->unlinked;
+		if (same && ret == 0)
+			kvt_inode_lock(p);
+		kvt_tree_unlock(fs);
+		if (same && ret == 0) {
+			/* @ino, still a child of @p, holds its own reference. */
+			unref_not_last(p);
+			if (ino->unlinked) { /* an unlink got there first */
+				kvt_inode_unlock(p);
+				kvt_dir_unref(pd);
+				return NULL;
+			}
+			*d = pd;
+			return p;
+		}
+		kvt_dir_unref(pd);
+		kvt_inode_unref(fs, p);
+		if (same) {
+			*err = ret;
+			return NULL;
+		}
 	}
-	src = kvt_object_open(fs->store, &ino->rec, O_RDONLY);
-	if (src < 0) {
-		ret = src;
-	} else if (fstat(src, &sst) ||
-		   kvt_verify_fd(fs->verifier, src, &sst, &ino->rec, fs->verify_always,
-				 &res) < 0) {
-		/* A new version must not be built on torn bytes; the next
-		 * open for reading purges them. */
-		ret = -EIO;
-	} else {
-		ret = kvt_stage_fill(st, src, MIN(keep, ino->rec.size));
-	}
-	if (src >= 0)
-		close(src);
-	if (ret < 0) {
-		kvt_stage_put(fs->store, st);
-		return ret;
-	}
-	*out = st;
-	return 0;
-}
-
-struct kvt_meta kvt_inode_meta(const struct kvt_inode *ino, bool set_times)
-{
-	struct kvt_meta m = {
-		.mode = ino->meta.st_mode,
-		.uid = ino->meta.st_uid,
-		.gid = ino->meta.st_gid,
-		.set_times = set_times,
-		.atime = ino->meta.st_atim,
-		.mtime = ino->meta.st_mtim,
-	};
-	return m;
 }

@@ -1,49 +1,34 @@
 /* In-memory inodes: what the kernel has looked up, plus files being
- * written (pending).  Everything here is a cache of the lower store except
- * pending files, which belong to this mount alone and die with it.
- *
- * Locking, outermost first:
- *   fs->tree_lock   guards every inode's parent/name (changed by rename and
- *                   unlink) and is taken to find a file's current parent;
- *   dir->lock       guards a directory's children table and the lower
- *                   entries under it; two are taken in address order;
- *   file->lock      guards a file's record, stage and open counts.
- * A lock is never taken while one further down the list is held. */
+ * written.  Everything here is a cache of the lower store except files
+ * written here and not yet published, which belong to this mount alone
+ * and die with it.  Locks: lockorder.h. */
 #pragma once
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "fs.h"
+#include "lockorder.h"
 #include "record.h"
 #include "stage.h"
-#include "stats.h"
-#include "store.h"
-#include "verify.h"
 
-/* A file the kernel knows, in the order it learnt of them (see
- * kvt_fs.lru). */
-struct kvt_lru_entry {
-	GList link;
-	struct kvt_inode *ino;
-	uint64_t parent;      /* nodeid of the directory */
-	char *name;
-};
+struct kvt_lru_entry;
 
 struct kvt_inode {
 	gint refs;            /* kernel lookups (one), pending stage (one),
 			       * children (one each); 0 frees */
 	uint64_t nlookup;     /* under the parent's lock */
-	uint64_t serial;      /* st_ino */
+	uint64_t serial;      /* st_ino, and the key of its lower directory */
 	bool is_dir;
 	bool unlinked;
 	struct kvt_inode *parent;
 	char *name;
 	GMutex lock;
+	GList live;           /* in fs->live_inodes */
 
 	/* directory */
-	int fd;               /* lower directory under names/ */
-	dev_t dev;
+	dev_t dev;            /* its lower directory's identity */
 	ino_t lower_ino;
 	GHashTable *children; /* name -> struct kvt_inode * */
 
@@ -54,7 +39,7 @@ struct kvt_inode {
 	ino_t rec_ino;        /* lower record identity, to see replacement */
 	struct timespec rec_ctime;
 	blkcnt_t blocks;
-	struct kvt_stage *stage; /* pending version, or NULL */
+	struct kvt_stage *stage; /* latest version being written, or NULL */
 	GCond published;      /* with lock: a publication of stage ended */
 	int writers;          /* open handles that may write */
 	bool rewritten;       /* a version was written in place at some time */
@@ -66,50 +51,79 @@ struct kvt_inode {
 	char cache_ref[KVT_REF_MAX]; /* object whose bytes the page cache holds */
 };
 
-struct kvt_fs {
-	struct kvt_store *store;
-	struct kvt_inode *root;
-	GMutex tree_lock;
-	char *tmp_suffix;     /* names with it are published only by rename */
-	double entry_timeout, attr_timeout;
-	double negative_timeout; /* kernel caching of "no such name" */
-	struct fuse_session *se;
-	struct kvt_stats stats;
-	struct kvt_verifier *verifier;
-	bool verify_always;   /* hash on every open, not once per mount */
-	GThreadPool *notifier; /* kernel cache invalidations, off the
-				* request threads */
-	/* The files the kernel knows, oldest first.  The kernel keeps what it
-	 * looked up until memory runs short, and each costs an inode here;
-	 * past max_inodes the oldest names are dropped from its dentry cache
-	 * (it then forgets them), so the daemon's memory stays bounded. */
-	GMutex lru_lock;
-	GQueue lru;
-	guint max_inodes;
-};
+static inline struct kvt_inode *kvt_inode_of(struct kvt_fs *fs, fuse_ino_t n)
+{
+	return n == FUSE_ROOT_ID ? fs->root : (struct kvt_inode *)(uintptr_t)n;
+}
 
-struct kvt_inode *kvt_inode_new_dir(struct kvt_inode *parent, const char *name,
-				    int fd, const struct stat *st);
-struct kvt_inode *kvt_inode_new_file(struct kvt_inode *parent, const char *name);
+static inline fuse_ino_t kvt_nodeid_of(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	return ino == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)ino;
+}
+
+static inline void kvt_inode_lock(struct kvt_inode *ino)
+{
+	kvt_mutex_lock(&ino->lock, ino->is_dir ? KVT_RANK_DIR : KVT_RANK_FILE);
+}
+
+static inline void kvt_inode_unlock(struct kvt_inode *ino)
+{
+	kvt_mutex_unlock(&ino->lock);
+}
+
+static inline void kvt_tree_lock(struct kvt_fs *fs)
+{
+	kvt_mutex_lock(&fs->tree_lock, KVT_RANK_TREE);
+}
+
+static inline void kvt_tree_unlock(struct kvt_fs *fs)
+{
+	kvt_mutex_unlock(&fs->tree_lock);
+}
+
+/* A file created in this mount and never published: it exists in memory
+ * only (caller holds ino->lock). */
+static inline bool kvt_inode_local(const struct kvt_inode *ino)
+{
+	return !ino->is_dir && !ino->has_record && ino->stage;
+}
+
+/* A version of the file is being written and not yet published (caller
+ * holds ino->lock). */
+static inline bool kvt_inode_pending(const struct kvt_inode *ino)
+{
+	return ino->stage && kvt_stage_state(ino->stage) == KVT_STAGE_OPEN;
+}
+
+/* kvt_inode_local, taking the file's lock. */
+bool kvt_inode_is_local(struct kvt_inode *ino);
+
+struct kvt_inode *kvt_inode_new_root(struct kvt_fs *fs, struct kvt_dir *names);
+/* A directory whose lower directory @st describes, or a file. */
+struct kvt_inode *kvt_inode_new_dir(struct kvt_fs *fs, struct kvt_inode *parent,
+				    const char *name, const struct stat *st);
+struct kvt_inode *kvt_inode_new_file(struct kvt_fs *fs, struct kvt_inode *parent,
+				     const char *name);
+/* Frees an inode that was never attached nor seen by anyone. */
+void kvt_inode_discard(struct kvt_fs *fs, struct kvt_inode *ino);
 /* Adds @child to @parent's table; caller holds parent->lock. */
 void kvt_inode_attach(struct kvt_inode *parent, struct kvt_inode *child);
 /* Removes @child from its parent's table (if it is there) and marks it
- * unlinked; caller holds parent->lock. */
+ * unlinked; caller holds the parent's lock. */
 void kvt_inode_detach(struct kvt_inode *child);
-/* Drops one reference; frees the inode (and drops its parent's) at zero. */
-void kvt_inode_unref(struct kvt_fs *fs, struct kvt_inode *ino);
 void kvt_inode_ref(struct kvt_inode *ino);
+/* Drops one reference; frees the inode (and drops its parent's) at zero.
+ * No inode lock may be held (lockorder.h). */
+void kvt_inode_unref(struct kvt_fs *fs, struct kvt_inode *ino);
+/* Frees every inode left (the kernel is gone); single-threaded. */
+void kvt_inodes_free_all(struct kvt_fs *fs);
 
-/* Locks and returns @ino's current parent, or NULL if it was unlinked. */
-struct kvt_inode *kvt_lock_parent(struct kvt_fs *fs, struct kvt_inode *ino);
-
-/* Metadata for @ino's record file (caller holds ino->lock). */
-struct kvt_meta kvt_inode_meta(const struct kvt_inode *ino, bool set_times);
-
-bool kvt_is_tmp_name(struct kvt_fs *fs, const char *name);
-bool kvt_inode_pending(const struct kvt_inode *ino);
-
-/* Creates a stage, copying the published object's first @keep bytes
- * (copy-on-write of a published file opened for writing). */
-int kvt_stage_new(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t keep,
-		  struct kvt_stage **out);
+/* The lower directory of @dir, referenced: from the cache, or opened
+ * from its parent's, one component without following links, and checked
+ * to be the directory the inode knows.  No inode lock may be held. */
+int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out);
+/* Locks and returns @ino's current parent, with its lower directory in
+ * *@d (referenced); NULL (and *@d NULL) when @ino was unlinked, or its
+ * directory cannot be opened (*@err says why, else 0). */
+struct kvt_inode *kvt_lock_parent(struct kvt_fs *fs, struct kvt_inode *ino,
+				  struct kvt_dir **d, int *err);

@@ -9,9 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fuse_ops.h"
+#include "fs.h"
+#include "inode.h"
 #include "log.h"
-#include "purge.h"
+#include "notify.h"
 #include "store.h"
 #include "uring.h"
 
@@ -29,6 +30,7 @@ struct options {
 	gboolean verify_always;
 	gboolean no_uring;
 	guint verify_cache;
+	guint max_dir_fds;
 	GString *fuse_opts;    /* -o options passed on to libfuse */
 };
 
@@ -108,6 +110,10 @@ static void parse_o(struct options *o)
 				if (!val || !parse_number(val, 64, 1e9, &num))
 					die("-o max_inodes: expects a number of files (64-1000000000)");
 				o->max_inodes = (guint)num;
+			} else if (KEY("max_dir_fds")) {
+				if (!val || !parse_number(val, 16, 1048576, &num) || num != (guint)num)
+					die("-o max_dir_fds: expects a number of directories (16-1048576)");
+				o->max_dir_fds = (guint)num;
 			} else if (KEY("verify_cache")) {
 				if (!val || !parse_number(val, 16, 1e9, &num))
 					die("-o verify_cache: expects a number of objects (16-1000000000)");
@@ -199,19 +205,6 @@ static void raise_nofile(void)
 	}
 }
 
-static struct kvt_inode *make_root(struct kvt_store *store)
-{
-	struct kvt_inode *root;
-	struct stat st;
-	int fd = openat(store->namesfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0 || fstat(fd, &st))
-		die("LOWERDIR: names/: %s", g_strerror(errno));
-	root = kvt_inode_new_dir(NULL, "", fd, &st);
-	kvt_inode_ref(root); /* never forgotten */
-	return root;
-}
-
 int main(int argc, char **argv)
 {
 	struct options o = {
@@ -223,6 +216,7 @@ int main(int argc, char **argv)
 		.max_idle_threads = -1,
 		.verify_cache = 100000,
 		.max_inodes = 65536,
+		.max_dir_fds = 1024,
 	};
 	GOptionEntry entries[] = {
 		{ "foreground", 'f', 0, G_OPTION_ARG_NONE, &o.foreground,
@@ -289,10 +283,14 @@ int main(int argc, char **argv)
 	fs.store = kvt_store_open(lower, &err);
 	if (!fs.store)
 		die("%s", err->message);
-	if (fs.store->stale_removed)
-		g_message("removed staging left by %u dead mount(s)", fs.store->stale_removed);
-	fs.root = make_root(fs.store);
+	if (kvt_store_stale_removed(fs.store))
+		g_message("removed staging left by %u dead mount(s)",
+			  kvt_store_stale_removed(fs.store));
 	g_mutex_init(&fs.tree_lock);
+	g_mutex_init(&fs.live_lock);
+	g_mutex_init(&fs.lru_lock);
+	fs.dirs = kvt_dircache_new(o.max_dir_fds);
+	fs.root = kvt_inode_new_root(&fs, kvt_store_names(fs.store));
 	fs.tmp_suffix = o.tmp_suffix;
 	fs.entry_timeout = o.entry_timeout;
 	fs.negative_timeout = o.negative_timeout;
@@ -300,11 +298,9 @@ int main(int argc, char **argv)
 	fs.verify_always = o.verify_always;
 	kvt_uring_enable(!o.no_uring);
 	fs.max_inodes = o.max_inodes;
-	g_mutex_init(&fs.lru_lock);
-	g_queue_init(&fs.lru);
 	fs.verifier = kvt_verifier_new(o.verify_cache);
-	fs.store->stats = &fs.stats;
-	kvt_notifier_start(&fs);
+	kvt_store_set_stats(fs.store, &fs.stats);
+	fs.notifier = kvt_notifier_new(&fs);
 	raise_nofile();
 
 	if (fuse_set_signal_handlers(fs.se) ||
@@ -334,14 +330,22 @@ int main(int argc, char **argv)
 	ret = fuse_session_loop_mt(fs.se, loop);
 	fuse_loop_cfg_destroy(loop);
 
-	kvt_notifier_stop(&fs);
+	kvt_notifier_free(g_steal_pointer(&fs.notifier));
 	fuse_session_unmount(fs.se);
 	fuse_remove_signal_handlers(fs.se);
 	fuse_session_destroy(fs.se);
 	/* Pending files die with the mount (nothing unpublished survives). */
+	kvt_fs_free_all(&fs);
+	kvt_dircache_free(fs.dirs);
 	kvt_store_close(fs.store);
 	kvt_verifier_free(fs.verifier);
+	g_mutex_clear(&fs.lru_lock);
+	g_mutex_clear(&fs.live_lock);
+	g_mutex_clear(&fs.tree_lock);
 	fuse_opt_free_args(&args);
+	g_strfreev(o.opts);
+	g_string_free(o.fuse_opts, TRUE);
+	g_free(o.tmp_suffix);
 	free(lower);
 	free(mnt);
 	return ret ? 1 : 0;

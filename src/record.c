@@ -197,19 +197,3 @@ bad:
 	kvt_record_clear(r);
 	return -EBADMSG;
 }
-
-char *kvt_object_anchor_path(const kvt_hash *h)
-{
-	char hex[KVT_HASH_HEX_LEN + 1];
-
-	kvt_hash_hex(h, hex);
-	return g_strdup_printf("%.2s/%s", hex, hex);
-}
-
-char *kvt_object_ref_path(const kvt_hash *h, const char *ref)
-{
-	char hex[KVT_HASH_HEX_LEN + 1];
-
-	kvt_hash_hex(h, hex);
-	return g_strdup_printf("%.2s/%s.%s", hex, hex, ref);
-}

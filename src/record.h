@@ -39,8 +39,3 @@ GHashTable *kvt_xattrs_dup(GHashTable *src);
 GString *kvt_record_encode(const struct kvt_record *r);
 /* -EBADMSG when @buf is not a complete, well-formed record. */
 int kvt_record_parse(const char *buf, size_t len, struct kvt_record *r);
-
-/* Object paths relative to the objects/ directory:
- * "<2 hex>/<32 hex>" (anchor) and "<2 hex>/<32 hex>.<ref>" (reference). */
-char *kvt_object_anchor_path(const kvt_hash *h);
-char *kvt_object_ref_path(const kvt_hash *h, const char *ref);

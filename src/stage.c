@@ -1,3 +1,4 @@
+/* Versions being written (stage.h). */
 #include "stage.h"
 
 #include <errno.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "store-int.h"
 
 /* O_DIRECT wants offset, length and memory aligned to the device's block;
  * 4096 covers every device in use. */
@@ -35,18 +37,27 @@ static void *thread_dio_buf(void)
 	return p;
 }
 
-int kvt_stage_create_new(struct kvt_store *store, struct kvt_stage **out)
+int kvt_stage_new(struct kvt_store *store, struct kvt_stage **out)
 {
-	struct kvt_stage *st = g_new0(struct kvt_stage, 1);
-	int ret;
+	struct kvt_stage *st;
+	char *name;
+	int fd;
 
-	ret = kvt_stage_create(store, &st->fd, &st->name);
-	if (ret < 0) {
-		g_free(st);
-		return ret;
+	for (;;) {
+		name = kvt_store_stage_name(store, 'd');
+		fd = kvt_dir_open_file(store->stage, name, O_RDWR | O_CREAT | O_EXCL, 0600, NULL);
+		if (fd >= 0)
+			break;
+		g_free(name);
+		if (fd != -EEXIST)
+			return fd;
 	}
+	st = g_new0(struct kvt_stage, 1);
 	st->refs = 1;
-	st->dfd = openat(store->stagefd, st->name, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	st->store = store;
+	st->fd = fd;
+	st->name = name;
+	st->dfd = kvt_dir_open_file(store->stage, name, O_WRONLY | O_DIRECT, 0, NULL);
 	g_rw_lock_init(&st->io);
 	g_mutex_init(&st->hash_lock);
 	g_cond_init(&st->hash_cond);
@@ -61,12 +72,12 @@ struct kvt_stage *kvt_stage_ref(struct kvt_stage *st)
 	return st;
 }
 
-void kvt_stage_put(struct kvt_store *store, struct kvt_stage *st)
+void kvt_stage_unref(struct kvt_stage *st)
 {
-	if (!g_atomic_int_dec_and_test(&st->refs))
+	if (!st || !g_atomic_int_dec_and_test(&st->refs))
 		return;
-	if (!st->consumed)
-		kvt_stage_discard(store, st->name);
+	if (kvt_stage_state(st) != KVT_STAGE_PUBLISHED)
+		kvt_dir_unlink(st->store->stage, st->name);
 	close(st->fd);
 	if (st->dfd >= 0)
 		close(st->dfd);
@@ -122,10 +133,19 @@ static int pwrite_full(int fd, const char *buf, size_t size, off_t off)
 	return 0;
 }
 
+static void grow_size(struct kvt_stage *st, uint64_t end)
+{
+	uint64_t cur = __atomic_load_n(&st->size, __ATOMIC_RELAXED);
+
+	while (end > cur &&
+	       !__atomic_compare_exchange_n(&st->size, &cur, end, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 int kvt_stage_write(struct kvt_stage *st, const char *buf, size_t size, off_t off)
 {
 	const char *src = buf;
-	uint64_t end, cur;
 	bool direct = st->dfd >= 0 && off % DIO_ALIGN == 0 && size % DIO_ALIGN == 0 &&
 		      size <= DIO_BUF_SIZE && size > 0;
 	int ret;
@@ -151,12 +171,7 @@ int kvt_stage_write(struct kvt_stage *st, const char *buf, size_t size, off_t of
 					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 		return ret;
 	}
-	end = off + size;
-	cur = __atomic_load_n(&st->size, __ATOMIC_RELAXED);
-	while (end > cur &&
-	       !__atomic_compare_exchange_n(&st->size, &cur, end, false,
-					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
+	grow_size(st, off + size);
 	return 0;
 }
 
@@ -198,18 +213,94 @@ int kvt_stage_fill(struct kvt_stage *st, int src_fd, uint64_t len)
 		if (n <= 0)
 			return n < 0 ? -errno : -EIO;
 	}
-	st->size = len;
+	__atomic_store_n(&st->size, len, __ATOMIC_RELAXED);
 	return 0;
 }
 
-bool kvt_stage_hash(struct kvt_stage *st, uint64_t size, kvt_hash *out)
+/* Hashes the staging file's @size bytes into a fresh running hash
+ * (caller holds st->io as writer: no write can land meanwhile). */
+static int rehash_locked(struct kvt_stage *st, uint64_t size)
+{
+	g_autofree char *buf = g_malloc(1u << 20);
+	kvt_hash_stream *hs = kvt_hash_stream_new();
+	uint64_t off = 0;
+
+	while (off < size) {
+		ssize_t n = kvt_pread_full(st->fd, buf, MIN(size - off, 1u << 20), off);
+
+		if (n <= 0) {
+			kvt_hash_stream_free(hs);
+			/* The staged file lost bytes: not a version to publish. */
+			return n < 0 ? (int)n : -EIO;
+		}
+		kvt_hash_stream_update(hs, buf, n);
+		off += n;
+	}
+	g_mutex_lock(&st->hash_lock);
+	kvt_hash_stream_free(st->hs);
+	st->hs = hs;
+	st->hashed = size;
+	g_cond_broadcast(&st->hash_cond);
+	g_mutex_unlock(&st->hash_lock);
+	return 0;
+}
+
+static bool hash_covers(struct kvt_stage *st, uint64_t size)
 {
 	bool ok;
 
 	g_mutex_lock(&st->hash_lock);
 	ok = st->hs && st->hashed == size;
-	if (ok)
-		kvt_hash_stream_digest(st->hs, out);
 	g_mutex_unlock(&st->hash_lock);
 	return ok;
+}
+
+int kvt_stage_prepare(struct kvt_stage *st)
+{
+	int ret = 0;
+
+	g_rw_lock_writer_lock(&st->io);
+	if (kvt_stage_state(st) == KVT_STAGE_OPEN && !st->error &&
+	    !hash_covers(st, kvt_stage_size(st)))
+		ret = rehash_locked(st, kvt_stage_size(st));
+	g_rw_lock_writer_unlock(&st->io);
+	return ret;
+}
+
+int kvt_stage_seal(struct kvt_stage *st, kvt_hash *hash, uint64_t *size)
+{
+	int ret = 0;
+
+	/* Exclusive against writers: no byte may land in the staged file
+	 * once it is on its way to become an immutable object. */
+	g_rw_lock_writer_lock(&st->io);
+	*size = kvt_stage_size(st);
+	if (kvt_stage_state(st) != KVT_STAGE_OPEN)
+		ret = 1;
+	else if (st->error)
+		ret = -st->error;
+	else if (!hash_covers(st, *size))
+		ret = rehash_locked(st, *size);
+	if (ret == 0) {
+		g_mutex_lock(&st->hash_lock);
+		kvt_hash_stream_digest(st->hs, hash);
+		g_mutex_unlock(&st->hash_lock);
+		__atomic_store_n(&st->state, KVT_STAGE_SEALED, __ATOMIC_RELEASE);
+	}
+	g_rw_lock_writer_unlock(&st->io);
+	return ret;
+}
+
+void kvt_stage_unseal(struct kvt_stage *st)
+{
+	g_rw_lock_writer_lock(&st->io);
+	__atomic_store_n(&st->state, KVT_STAGE_OPEN, __ATOMIC_RELEASE);
+	g_rw_lock_writer_unlock(&st->io);
+}
+
+void kvt_stage_set_published(struct kvt_stage *st)
+{
+	g_rw_lock_writer_lock(&st->io);
+	__atomic_store_n(&st->state, KVT_STAGE_PUBLISHED, __ATOMIC_RELEASE);
+	g_rw_lock_writer_unlock(&st->io);
 }

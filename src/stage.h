@@ -1,8 +1,12 @@
-/* A version being written: its bytes in a staging file, and the hash of
- * them, computed as they arrive in order so that publication does not read
- * them again.  Block-aligned writes go to the staging file with O_DIRECT:
- * the bytes are not copied into the lower page cache, which a KV-cache
- * block written once has no use for. */
+/* A version being written: its bytes in a file of this mount's staging
+ * area, and the XXH3-128 of them, computed as they arrive in order so that
+ * publication does not read them again.  Block-aligned writes go to the
+ * staging file with O_DIRECT: the bytes are not copied into the lower page
+ * cache, which a KV-cache block written once has no use for.
+ *
+ * A stage is OPEN while it takes writes, SEALED while one publication
+ * (publish.h) turns it into an object and a name, and PUBLISHED after;
+ * a failed publication opens it again, bytes intact. */
 #pragma once
 #include <glib.h>
 #include <stdbool.h>
@@ -10,17 +14,25 @@
 #include <sys/types.h>
 
 #include "hash.h"
-#include "store.h"
+
+struct kvt_store;
+
+enum kvt_stage_state {
+	KVT_STAGE_OPEN,
+	KVT_STAGE_SEALED,
+	KVT_STAGE_PUBLISHED,
+};
 
 struct kvt_stage {
 	gint refs;
+	struct kvt_store *store;
 	int fd;              /* the staging file */
 	int dfd;             /* the same, O_DIRECT; -1 where not supported */
 	char *name;          /* in this mount's staging directory */
-	GRWLock io;          /* writes: reader side; publication: writer side */
+	GRWLock io;          /* writes: reader side; sealing: writer side */
 	uint64_t size;       /* atomic: highest byte written + 1 */
 	int error;           /* first write error: publication fails with it */
-	bool consumed;
+	int state;           /* atomic: enum kvt_stage_state */
 
 	GMutex hash_lock;
 	GCond hash_cond;
@@ -29,19 +41,39 @@ struct kvt_stage {
 };
 
 /* A new, empty stage in @store's staging area. */
-int kvt_stage_create_new(struct kvt_store *store, struct kvt_stage **out);
+int kvt_stage_new(struct kvt_store *store, struct kvt_stage **out);
 struct kvt_stage *kvt_stage_ref(struct kvt_stage *st);
-/* The staging file goes with the last reference unless it was consumed. */
-void kvt_stage_put(struct kvt_store *store, struct kvt_stage *st);
+/* The staging file goes with the last reference unless it was published. */
+void kvt_stage_unref(struct kvt_stage *st);
 
-/* Writes all of @buf at @off (caller holds st->io as reader).  A failed
- * write sticks to the stage: that version can never be published. */
+static inline enum kvt_stage_state kvt_stage_state(struct kvt_stage *st)
+{
+	return (enum kvt_stage_state)__atomic_load_n(&st->state, __ATOMIC_ACQUIRE);
+}
+
+static inline uint64_t kvt_stage_size(struct kvt_stage *st)
+{
+	return __atomic_load_n(&st->size, __ATOMIC_RELAXED);
+}
+
+/* Writes all of @buf at @off (caller holds st->io as reader and saw the
+ * stage OPEN).  A failed write sticks to the stage: that version can never
+ * be published. */
 int kvt_stage_write(struct kvt_stage *st, const char *buf, size_t size, off_t off);
 ssize_t kvt_stage_read(struct kvt_stage *st, char *buf, size_t size, off_t off);
 int kvt_stage_truncate(struct kvt_stage *st, uint64_t size);
 /* Copies the first @len bytes of @src_fd into the (empty) stage. */
 int kvt_stage_fill(struct kvt_stage *st, int src_fd, uint64_t len);
 
-/* The hash of the stage's @size bytes if they were all hashed as they
- * were written (caller holds st->io as writer). */
-bool kvt_stage_hash(struct kvt_stage *st, uint64_t size, kvt_hash *out);
+/* Makes the running hash cover every byte written, reading the file again
+ * if writes came out of order: the slow part of a publication, for callers
+ * that want it done before they take their locks.  Later writes in order
+ * keep it whole. */
+int kvt_stage_prepare(struct kvt_stage *st);
+
+/* For the publication: OPEN -> SEALED, with the hash and size of the
+ * bytes (1 when the stage is not OPEN: another publication has it). */
+int kvt_stage_seal(struct kvt_stage *st, kvt_hash *hash, uint64_t *size);
+/* SEALED -> OPEN (the publication failed) or -> PUBLISHED. */
+void kvt_stage_unseal(struct kvt_stage *st);
+void kvt_stage_set_published(struct kvt_stage *st);

@@ -7,11 +7,14 @@
  * namespaces are not stored; security.capability, which the kernel asks
  * before every write, is answered here without any lower I/O.  The mount
  * root has user.kvtierfs.stats, the mount's counters. */
-#include "xattr.h"
-
 #include <errno.h>
 #include <string.h>
 #include <sys/xattr.h>
+
+#include "object.h"
+#include "ops.h"
+#include "publish.h"
+#include "version.h"
 
 #define OWN_PREFIX "user.kvtierfs."
 #define STATS_NAME OWN_PREFIX "stats"
@@ -51,14 +54,14 @@ static char *own_value(struct kvt_fs *fs, struct kvt_inode *ino, const char *nam
 	struct kvt_record rec;
 	bool pending, published;
 
-	g_mutex_lock(&ino->lock);
+	kvt_inode_lock(ino);
 	pending = kvt_inode_pending(ino) || !ino->has_record;
 	published = ino->has_record;
 	if (published) {
 		rec = ino->rec;
 		rec.xattrs = NULL;
 	}
-	g_mutex_unlock(&ino->lock);
+	kvt_inode_unlock(ino);
 	if (!strcmp(key, "verdict"))
 		return g_strdup(pending ? "pending" : published_verdict(fs, &rec));
 	if (!published)
@@ -92,11 +95,14 @@ void kvt_op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name, size_t size
 		return;
 	}
 	if (ino->is_dir) {
-		char buf[XATTR_SIZE_MAX];
-		ssize_t len = fgetxattr(ino->fd, name, buf, sizeof(buf));
+		g_autofree char *buf = g_malloc(XATTR_SIZE_MAX);
+		g_autoptr(kvt_dir) d = NULL;
+		ssize_t len = kvt_inode_dir(fs, ino, &d);
 
+		if (len == 0)
+			len = kvt_dir_getxattr(d, name, buf, XATTR_SIZE_MAX);
 		if (len < 0)
-			fuse_reply_err(req, errno == ENOTSUP ? ENODATA : errno);
+			fuse_reply_err(req, len == -ENOTSUP ? ENODATA : (int)-len);
 		else
 			reply_value(req, buf, len, size);
 		return;
@@ -104,10 +110,10 @@ void kvt_op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name, size_t size
 	if (g_str_has_prefix(name, OWN_PREFIX)) {
 		own = own_value(fs, ino, name);
 	} else {
-		g_mutex_lock(&ino->lock);
+		kvt_inode_lock(ino);
 		if (ino->rec.xattrs && (val = g_hash_table_lookup(ino->rec.xattrs, name)))
 			g_bytes_ref(val);
-		g_mutex_unlock(&ino->lock);
+		kvt_inode_unlock(ino);
 	}
 	if (own) {
 		reply_value(req, own, strlen(own), size);
@@ -125,39 +131,34 @@ void kvt_op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name, size_t size
 /* Writes @ino's client xattrs into its record, if it has one. */
 static int persist_xattrs(struct kvt_fs *fs, struct kvt_inode *ino)
 {
-	struct kvt_record rec, old;
+	struct kvt_record rec;
 	struct kvt_inode *p;
+	struct kvt_dir *pd;
 	struct kvt_meta meta;
 	struct stat st;
-	int ret = 0;
+	int ret;
 
 	kvt_record_init(&rec);
-	p = kvt_lock_parent(fs, ino);
+	p = kvt_lock_parent(fs, ino, &pd, &ret);
 	if (!p)
-		return 0;
-	g_mutex_lock(&ino->lock);
+		return ret;
+	kvt_inode_lock(ino);
 	if (ino->has_record) {
 		kvt_record_copy(&rec, &ino->rec);
 		meta = kvt_inode_meta(ino, true);
 	}
-	g_mutex_unlock(&ino->lock);
+	kvt_inode_unlock(ino);
 	if (rec.ref[0]) {
-		ret = kvt_record_install(fs->store, p->fd, ino->name, &rec, &meta, &old);
-		if (ret == 0) {
-			/* Another mount's newer version, replaced by ours:
-			 * release what it pointed at. */
-			if (old.ref[0] && strcmp(old.ref, rec.ref))
-				kvt_object_release(fs->store, &old);
-			kvt_record_clear(&old);
-			if (fstatat(p->fd, ino->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-				g_mutex_lock(&ino->lock);
-				ino->rec_ino = st.st_ino;
-				ino->rec_ctime = st.st_ctim;
-				g_mutex_unlock(&ino->lock);
-			}
+		ret = kvt_store_rewrite(fs->store, pd, ino->name, &rec, &meta, &st);
+		if (ret == 0 && st.st_ino) {
+			kvt_inode_lock(ino);
+			ino->rec_ino = st.st_ino;
+			ino->rec_ctime = st.st_ctim;
+			kvt_inode_unlock(ino);
 		}
 	}
-	g_mutex_unlock(&p->lock);
+	kvt_inode_unlock(p);
+	kvt_dir_unref(pd);
 	kvt_record_clear(&rec);
 	return ret;
 }
@@ -170,14 +171,14 @@ static int change_xattr(struct kvt_fs *fs, struct kvt_inode *ino, const char *na
 	bool exists;
 	int ret;
 
-	g_mutex_lock(&ino->lock);
+	kvt_inode_lock(ino);
 	exists = ino->rec.xattrs && g_hash_table_contains(ino->rec.xattrs, name);
 	if ((flags & XATTR_CREATE) && exists) {
-		g_mutex_unlock(&ino->lock);
+		kvt_inode_unlock(ino);
 		return -EEXIST;
 	}
 	if (((flags & XATTR_REPLACE) || !value) && !exists) {
-		g_mutex_unlock(&ino->lock);
+		kvt_inode_unlock(ino);
 		return -ENODATA;
 	}
 	saved = kvt_xattrs_dup(ino->rec.xattrs);
@@ -188,9 +189,9 @@ static int change_xattr(struct kvt_fs *fs, struct kvt_inode *ino, const char *na
 				     g_bytes_new(value, size));
 	else
 		g_hash_table_remove(ino->rec.xattrs, name);
-	g_mutex_unlock(&ino->lock);
+	kvt_inode_unlock(ino);
 	ret = persist_xattrs(fs, ino);
-	g_mutex_lock(&ino->lock);
+	kvt_inode_lock(ino);
 	if (ret < 0) {
 		/* Not stored: the attribute must not appear to be. */
 		if (ino->rec.xattrs)
@@ -199,8 +200,22 @@ static int change_xattr(struct kvt_fs *fs, struct kvt_inode *ino, const char *na
 	} else {
 		g_hash_table_unref(saved);
 	}
-	g_mutex_unlock(&ino->lock);
+	kvt_inode_unlock(ino);
 	return ret;
+}
+
+/* Sets (@value != NULL) or removes a user attribute of a directory: on
+ * its lower directory. */
+static int dir_xattr(struct kvt_fs *fs, struct kvt_inode *ino, const char *name,
+		     const char *value, size_t size, int flags)
+{
+	g_autoptr(kvt_dir) d = NULL;
+	int ret = kvt_inode_dir(fs, ino, &d);
+
+	if (ret < 0)
+		return ret;
+	return value ? kvt_dir_setxattr(d, name, value, size, flags) :
+		       kvt_dir_removexattr(d, name);
 }
 
 void kvt_op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
@@ -215,7 +230,7 @@ void kvt_op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 	else if (strncmp(name, "user.", 5))
 		ret = -EOPNOTSUPP;
 	else if (ino->is_dir)
-		ret = fsetxattr(ino->fd, name, value, size, flags) ? -errno : 0;
+		ret = dir_xattr(fs, ino, name, value, size, flags);
 	else
 		ret = change_xattr(fs, ino, name, value, size, flags);
 	fuse_reply_err(req, -ret);
@@ -232,7 +247,7 @@ void kvt_op_removexattr(fuse_req_t req, fuse_ino_t n, const char *name)
 	else if (strncmp(name, "user.", 5))
 		ret = -ENODATA;
 	else if (ino->is_dir)
-		ret = fremovexattr(ino->fd, name) ? -errno : 0;
+		ret = dir_xattr(fs, ino, name, NULL, 0, 0);
 	else
 		ret = change_xattr(fs, ino, name, NULL, 0, 0);
 	fuse_reply_err(req, -ret);
@@ -250,15 +265,18 @@ void kvt_op_listxattr(fuse_req_t req, fuse_ino_t n, size_t size)
 	g_autoptr(GString) s = g_string_new(NULL);
 
 	if (ino->is_dir) {
-		char buf[XATTR_LIST_MAX];
-		ssize_t len = flistxattr(ino->fd, buf, sizeof(buf));
+		g_autofree char *buf = g_malloc(XATTR_LIST_MAX);
+		g_autoptr(kvt_dir) d = NULL;
+		ssize_t len = kvt_inode_dir(fs, ino, &d);
 
+		if (len == 0)
+			len = kvt_dir_listxattr(d, buf, XATTR_LIST_MAX);
 		if (len > 0)
 			g_string_append_len(s, buf, len);
 		if (ino == fs->root)
 			list_add(s, STATS_NAME);
 	} else {
-		g_mutex_lock(&ino->lock);
+		kvt_inode_lock(ino);
 		for (size_t i = 0; i < G_N_ELEMENTS(own_names); i++)
 			if (i == 0 || ino->has_record)
 				list_add(s, own_names[i]);
@@ -270,7 +288,7 @@ void kvt_op_listxattr(fuse_req_t req, fuse_ino_t n, size_t size)
 			while (g_hash_table_iter_next(&it, &k, &v))
 				list_add(s, k);
 		}
-		g_mutex_unlock(&ino->lock);
+		kvt_inode_unlock(ino);
 	}
 	reply_value(req, s->str, s->len, size);
 }

@@ -22,6 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../src/name.h"
+#include "../src/publish.h"
+#include "../src/stage.h"
 #include "../src/store.h"
 
 static void content(uint64_t i, uint64_t buf[8], char name[32])
@@ -85,39 +88,39 @@ int main(int argc, char **argv)
 	}
 	for (unsigned d = 0; d < 4096; d++) {
 		char dir[8];
+		int ret;
 
 		snprintf(dir, sizeof(dir), "%03x", d);
-		if (mkdirat(s->namesfd, dir, 0755) && errno != EEXIST) {
-			perror("mkstore: mkdir");
+		ret = kvt_dir_mkdir(kvt_store_names(s), dir, 0755);
+		if (ret < 0 && ret != -EEXIST) {
+			fprintf(stderr, "mkstore: mkdir: %s\n", g_strerror(-ret));
 			return 1;
 		}
 	}
 	for (uint64_t i = 0; i < n; i++) {
-		g_autofree char *stage = NULL;
-		struct kvt_record rec, old;
+		g_autoptr(kvt_dir) d = NULL;
+		struct kvt_published pub;
+		struct kvt_stage *st = NULL;
 		uint64_t buf[8];
 		char name[32];
-		int fd, ret;
+		int ret;
 
 		content(i, buf, name);
-		ret = kvt_stage_create(s, &fd, &stage);
-		if (ret == 0 && write(fd, buf, sizeof(buf)) != sizeof(buf))
-			ret = -EIO;
-		kvt_record_init(&rec);
+		name[3] = '\0'; /* "<3 hex>" and "<16 hex>.bin" */
+		ret = kvt_dir_open(kvt_store_names(s), name, &d);
 		if (ret == 0)
-			ret = kvt_object_publish(s, fd, stage, sizeof(buf), &rec);
-		if (fd >= 0)
-			close(fd);
+			ret = kvt_stage_new(s, &st);
 		if (ret == 0)
-			kvt_stage_discard(s, stage);
+			ret = kvt_stage_write(st, (const char *)buf, sizeof(buf), 0);
 		if (ret == 0)
-			ret = kvt_record_install(s, s->namesfd, name, &rec, &meta, &old);
-		kvt_record_clear(&rec);
+			ret = kvt_store_publish(s, st, d, name + 4, &meta, NULL, 0, &pub);
+		kvt_stage_unref(st);
 		if (ret < 0) {
+			name[3] = '/';
 			fprintf(stderr, "mkstore: %s: %s\n", name, g_strerror(-ret));
 			return 1;
 		}
-		kvt_record_clear(&old);
+		kvt_published_clear(&pub);
 	}
 	kvt_store_close(s);
 	printf("mkstore: %" PRIu64 " names in %.1f s\n", n,

@@ -27,7 +27,6 @@ static bool reads_back(const char *top, const char *name, char fill, size_t len)
 	g_autofree char *rpath = g_build_filename(top, "names", name, NULL);
 	g_autofree char *body = NULL;
 	g_autofree char *opath = NULL;
-	g_autofree char *refp = NULL;
 	g_autofree char *data = NULL;
 	struct kvt_record rec;
 	gsize blen, dlen;
@@ -36,8 +35,7 @@ static bool reads_back(const char *top, const char *name, char fill, size_t len)
 	if (!g_file_get_contents(rpath, &body, &blen, NULL) ||
 	    kvt_record_parse(body, blen, &rec) < 0)
 		return false;
-	refp = kvt_object_ref_path(&rec.hash, rec.ref);
-	opath = g_build_filename(top, "objects", refp, NULL);
+	opath = object_file(top, &rec, false);
 	good = rec.size == len && g_file_get_contents(opath, &data, &dlen, NULL) &&
 	       dlen == len;
 	for (size_t i = 0; good && i < len; i++)
@@ -51,17 +49,16 @@ static char *object_of(const char *top, const char *name, bool anchor)
 {
 	g_autofree char *rpath = g_build_filename(top, "names", name, NULL);
 	g_autofree char *body = NULL;
-	g_autofree char *rel = NULL;
+	g_autofree char *path = NULL;
 	struct kvt_record rec;
 	gsize blen;
 
 	if (!g_file_get_contents(rpath, &body, &blen, NULL) ||
 	    kvt_record_parse(body, blen, &rec) < 0)
 		return g_strdup("objects/NO-RECORD");
-	rel = anchor ? kvt_object_anchor_path(&rec.hash)
-		     : kvt_object_ref_path(&rec.hash, rec.ref);
+	path = object_file("", &rec, anchor);
 	kvt_record_clear(&rec);
-	return g_strdup_printf("objects/%s", rel);
+	return g_steal_pointer(&path);
 }
 
 struct seen {
@@ -180,7 +177,7 @@ int main(void)
 
 		good = store_bytes(s, name, 'a' + i, SIZE, NULL) == 0;
 	}
-	good = good && mkdirat(s->namesfd, "sub", 0755) == 0 &&
+	good = good && kvt_dir_mkdir(kvt_store_names(s), "sub", 0755) == 0 &&
 	       store_bytes(s, "sub/dup", 'h', SIZE, NULL) == 0 &&
 	       store_bytes(s, "sub/torn-dup", 'c', SIZE, NULL) == 0;
 	ok(good, "a store with 10 names, 8 contents");

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../src/store.h"
+#include "../src/store-int.h"
 #include "unit.h"
 
 static int count_files(const char *dir)
@@ -29,14 +29,13 @@ static int count_files(const char *dir)
 static bool reads_back(struct kvt_store *s, const char *name, char fill, size_t len)
 {
 	struct kvt_record rec;
-	struct stat st;
 	g_autofree char *buf = g_malloc(len + 1);
 	bool good;
 	int fd;
 
-	if (kvt_record_read(s, s->namesfd, name, &rec, &st) < 0)
+	if (kvt_name_read(kvt_store_names(s), name, &rec, NULL) < 0)
 		return false;
-	fd = kvt_object_open(s, &rec, O_RDONLY);
+	fd = kvt_object_open(s, &rec, O_RDONLY, NULL);
 	good = fd >= 0 && rec.size == len && pread(fd, buf, len + 1, 0) == (ssize_t)len;
 	for (size_t i = 0; good && i < len; i++)
 		good = buf[i] == fill;
@@ -82,47 +81,47 @@ int main(void)
 	g_autofree char *foreign = g_build_filename(top, "foreign", NULL);
 	g_autofree char *junk = g_build_filename(foreign, "junk", NULL);
 	g_autoptr(GError) err = NULL;
+	g_autofree char *name_b = g_build_filename(top, "names", "b", NULL);
+	struct kvt_stage *staged = NULL;
 	struct kvt_record a, b, c;
 	struct kvt_store *s, *s2;
+	struct kvt_dir *names;
 	struct stat st;
 
-	printf("1..20\n");
+	printf("1..21\n");
 	test_record_format();
 
 	s = kvt_store_open(top, &err);
 	ok(s != NULL, "an empty directory becomes a store");
+	if (!s)
+		return 1;
+	names = kvt_store_names(s);
 	ok(store_bytes(s, "a", 'x', 1 << 20, &a) == 0 && reads_back(s, "a", 'x', 1 << 20),
 	   "publish: a name reads back its bytes");
 	ok(store_bytes(s, "b", 'x', 1 << 20, &b) == 0 && kvt_hash_equal(&a.hash, &b.hash) &&
 	   strcmp(a.ref, b.ref) != 0,
 	   "dedup: same bytes under another name, same hash, own reference");
 	{
-		g_autofree char *anchor = kvt_object_anchor_path(&a.hash);
+		g_autofree char *anchor = object_file(top, &a, true);
 
-		ok(fstatat(s->objfd, anchor, &st, 0) == 0 && st.st_nlink == 3,
+		ok(stat(anchor, &st) == 0 && st.st_nlink == 3,
 		   "dedup: one inode holds anchor and both references");
 	}
 	ok(count_files(objects) == 3, "dedup: no second copy of the bytes");
 	ok(store_bytes(s, "a", 'y', 4096, &c) == 0 && reads_back(s, "a", 'y', 4096) &&
 	   reads_back(s, "b", 'x', 1 << 20), "replace: the name shows the new bytes, the other name keeps its own");
-	ok(kvt_record_remove(s, s->namesfd, "b") == 0 &&
-	   faccessat(s->namesfd, "b", F_OK, 0) && errno == ENOENT,
+	ok(kvt_name_remove(s, names, "b") == 0 && !lower_exists(name_b),
 	   "unlink: the name is gone");
 	ok(count_files(objects) == 2, "unlink: the last user's object goes (anchor and reference of 'y' remain)");
-	ok(kvt_record_remove(s, s->namesfd, "a") == 0 && count_files(objects) == 0,
+	ok(kvt_name_remove(s, names, "a") == 0 && count_files(objects) == 0,
 	   "unlink of the last name empties objects/");
-	ok(kvt_record_remove(s, s->namesfd, "a") == -ENOENT, "unlink of a missing name: ENOENT");
+	ok(kvt_name_remove(s, names, "a") == -ENOENT, "unlink of a missing name: ENOENT");
 	kvt_record_clear(&a);
 	kvt_record_clear(&b);
 	kvt_record_clear(&c);
 
-	{
-		int fd;
-		g_autofree char *name = NULL;
-
-		kvt_stage_create(s, &fd, &name);
-		close(fd);
-	}
+	/* A file being written: kept by its reference. */
+	ok(kvt_stage_new(s, &staged) == 0, "a stage is made");
 	s2 = kvt_store_open(top, &err);
 	ok(s2 && count_files(staging) == 3, "a second live mount keeps the first one's staging");
 	/* Simulate a dead mount: its lock goes away with its fds. */
@@ -130,10 +129,10 @@ int main(void)
 	s->lockfd = -1;
 	kvt_store_close(s2);
 	s2 = kvt_store_open(top, &err);
-	ok(s2 && s2->stale_removed == 1 && count_files(staging) == 1,
+	ok(s2 && kvt_store_stale_removed(s2) == 1 && count_files(staging) == 1,
 	   "staging of a dead mount is removed by the next mount");
-	close(s->stagefd);
-	s->stagefd = -1;
+	/* The dead mount's stage: its file is gone already. */
+	kvt_stage_unref(staged);
 	kvt_store_close(s);
 	kvt_store_close(s2);
 	ok(count_files(staging) == 0, "a clean close leaves no staging");

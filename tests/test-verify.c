@@ -20,9 +20,14 @@
 #include "../src/uring.h"
 #include "../src/verify.h"
 
-static bool exists_at(int dirfd, const char *path)
+/* The store's directory. */
+static const char *top;
+
+static bool name_exists(const char *name)
 {
-	return faccessat(dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	g_autofree char *p = g_build_filename(top, "names", name, NULL);
+
+	return lower_exists(p);
 }
 
 static int verify_path(struct kvt_verifier *v, struct kvt_store *s,
@@ -30,11 +35,11 @@ static int verify_path(struct kvt_verifier *v, struct kvt_store *s,
 		       struct kvt_verify_result *res)
 {
 	struct stat st;
-	int fd = kvt_object_open(s, rec, O_RDONLY), ret;
+	int fd = kvt_object_open(s, rec, O_RDONLY, &st), ret;
 
 	if (fd < 0)
 		return fd;
-	ret = fstat(fd, &st) ? -errno : kvt_verify_fd(v, fd, &st, rec, force, res);
+	ret = kvt_verify_fd(v, fd, &st, rec, force, res);
 	close(fd);
 	return ret;
 }
@@ -53,8 +58,8 @@ static void test_verifier(struct kvt_store *s)
 	ok(verify_path(v, s, &rec, false, &res) == 1, "an unchanged object is not hashed again");
 	ok(verify_path(v, s, &rec, true, &res) == 0, "verify=always hashes it again");
 
-	refp = kvt_object_ref_path(&rec.hash, rec.ref);
-	fd = openat(s->objfd, refp, O_WRONLY);
+	refp = object_file(top, &rec, false);
+	fd = open(refp, O_WRONLY);
 	/* Same size, one byte changed: only the hash can tell. */
 	ok(fd >= 0 && pwrite(fd, "w", 1, 4096) == 1, "one byte of the object is changed");
 	close(fd);
@@ -63,7 +68,7 @@ static void test_verifier(struct kvt_store *s)
 	   "a changed object is hashed again and found torn by hash");
 	ok(verify_path(v, s, &rec, false, &res) == -EBADMSG,
 	   "and is not remembered as intact");
-	fd = openat(s->objfd, refp, O_WRONLY);
+	fd = open(refp, O_WRONLY);
 	ok(fd >= 0 && pwrite(fd, "v", 1, 4096) == 1 && ftruncate(fd, 4096) == 0,
 	   "the object is truncated to 4096 bytes");
 	close(fd);
@@ -82,12 +87,11 @@ static void test_verifier(struct kvt_store *s)
 		g_autofree char *buf = g_malloc0(64);
 
 		kvt_record_init(&r);
-		for (int i = 0; i < 200; i++) {
-			char path[64];
+		g_autofree char *path = g_build_filename(top, "cap", NULL);
 
-			snprintf(path, sizeof(path), "%s/cap", s->stage_path);
+		for (int i = 0; i < 200; i++) {
 			memcpy(buf, &i, sizeof(i));
-			fd = openat(s->lowerfd, path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+			fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 			if (fd < 0 || pwrite(fd, buf, 64, 0) != 64)
 				break;
 			kvt_hash_buf(buf, 64, &r.hash);
@@ -96,7 +100,7 @@ static void test_verifier(struct kvt_store *s)
 			kvt_verify_fd(v, fd, &st, &r, false, &res);
 			known += kvt_verifier_known(v, &r.hash, &st);
 			close(fd);
-			unlinkat(s->lowerfd, path, 0);
+			unlink(path);
 		}
 		ok(known == 200, "each object is known right after its check");
 	}
@@ -106,49 +110,48 @@ static void test_verifier(struct kvt_store *s)
 
 static void test_purge(struct kvt_store *s)
 {
+	struct kvt_dir *names = kvt_store_names(s);
 	struct kvt_record a, b, c, d;
 	g_autofree char *anchor = NULL, *ref_a = NULL, *ref_b = NULL, *ref_c = NULL;
 	struct stat sb, sc;
 
 	ok(store_bytes(s, "pa", 'p', 65536, &a) == 0 && store_bytes(s, "pb", 'p', 65536, &b) == 0,
 	   "purge: two names share one object");
-	anchor = kvt_object_anchor_path(&a.hash);
-	ref_a = kvt_object_ref_path(&a.hash, a.ref);
-	ref_b = kvt_object_ref_path(&b.hash, b.ref);
-	ok(kvt_store_purge(s, s->namesfd, "pa", &a) == 1 && !exists_at(s->namesfd, "pa") &&
-	   !exists_at(s->objfd, ref_a) && !exists_at(s->objfd, anchor),
+	anchor = object_file(top, &a, true);
+	ref_a = object_file(top, &a, false);
+	ref_b = object_file(top, &b, false);
+	ok(kvt_name_purge(s, names, "pa", &a) == 1 && !name_exists("pa") &&
+	   !lower_exists(ref_a) && !lower_exists(anchor),
 	   "purge removes the name, its reference and the anchor");
-	ok(kvt_store_purge(s, s->namesfd, "pa", &a) == 0,
+	ok(kvt_name_purge(s, names, "pa", &a) == 0,
 	   "a second purge of the same finds nothing to remove (not counted twice)");
-	ok(exists_at(s->namesfd, "pb") && exists_at(s->objfd, ref_b),
+	ok(name_exists("pb") && lower_exists(ref_b),
 	   "the other name keeps its own reference");
 	ok(store_bytes(s, "pc", 'p', 65536, &c) == 0, "the same bytes are stored again");
-	ref_c = kvt_object_ref_path(&c.hash, c.ref);
-	ok(fstatat(s->objfd, ref_b, &sb, 0) == 0 && fstatat(s->objfd, ref_c, &sc, 0) == 0 &&
+	ref_c = object_file(top, &c, false);
+	ok(stat(ref_b, &sb) == 0 && stat(ref_c, &sc) == 0 &&
 	   sb.st_ino != sc.st_ino,
 	   "the new store is a new object, not a link to the purged one");
 
 	/* The name was replaced by another version meanwhile: it stays. */
 	ok(store_bytes(s, "pb", 'q', 4096, &d) == 0 &&
-	   kvt_store_purge(s, s->namesfd, "pb", &b) >= 0 && exists_at(s->namesfd, "pb"),
+	   kvt_name_purge(s, names, "pb", &b) >= 0 && name_exists("pb"),
 	   "purge of a replaced version keeps the name's new record");
 	{
 		struct kvt_record now;
-		struct stat st;
 
-		ok(kvt_record_read(s, s->namesfd, "pb", &now, &st) == 0 &&
+		ok(kvt_name_read(names, "pb", &now, NULL) == 0 &&
 		   !strcmp(now.ref, d.ref), "and the name still points at the new version");
 		kvt_record_clear(&now);
 	}
-	g_file_set_contents("/dev/null", "", 0, NULL);
 	{
-		int fd = openat(s->namesfd, "garbage", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		g_autofree char *garbage = g_build_filename(top, "names", "garbage", NULL);
 
-		ok(fd >= 0 && write(fd, "not a record\n", 13) == 13, "a garbage record is written");
-		close(fd);
+		ok(g_file_set_contents(garbage, "not a record\n", 13, NULL),
+		   "a garbage record is written");
 	}
-	ok(kvt_store_purge(s, s->namesfd, "garbage", NULL) == 1 &&
-	   !exists_at(s->namesfd, "garbage"), "purge of an unparsable record removes it");
+	ok(kvt_name_purge(s, names, "garbage", NULL) == 1 &&
+	   !name_exists("garbage"), "purge of an unparsable record removes it");
 	kvt_record_clear(&a);
 	kvt_record_clear(&b);
 	kvt_record_clear(&c);
@@ -161,10 +164,10 @@ static void test_stats(struct kvt_store *s)
 	g_autoptr(GString) out = NULL;
 	struct kvt_record r1, r2;
 
-	s->stats = &st;
+	kvt_store_set_stats(s, &st);
 	store_bytes(s, "s1", 's', 8192, &r1);
 	store_bytes(s, "s2", 's', 8192, &r2);
-	s->stats = NULL;
+	kvt_store_set_stats(s, NULL);
 	ok(kvt_stat_get(&st, KVT_STAT_objects) == 1 && kvt_stat_get(&st, KVT_STAT_dedups) == 1 &&
 	   kvt_stat_get(&st, KVT_STAT_bytes_stored) == 8192,
 	   "the store counts new objects, dedups and bytes stored");
@@ -183,13 +186,12 @@ static void test_uring(struct kvt_store *s)
 	size_t len = (3u << 20) + 3; /* chunks of 256 KiB and a tail */
 	g_autofree char *buf = g_malloc(len);
 	kvt_hash plain, ring;
-	char path[64];
+	g_autofree char *path = g_build_filename(top, "uring", NULL);
 	int fd, ret;
 
 	for (size_t i = 0; i < len; i++)
 		buf[i] = (char)(i * 7 + (i >> 9));
-	snprintf(path, sizeof(path), "%s/uring", s->stage_path);
-	fd = openat(s->lowerfd, path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	ok(fd >= 0 && write(fd, buf, len) == (ssize_t)len, "uring: a 3 MiB + 3 file is written");
 	kvt_uring_enable(true);
 	ret = kvt_uring_hash_fd(fd, len, &ring);
@@ -205,7 +207,7 @@ static void test_uring(struct kvt_store *s)
 	}
 	kvt_uring_enable(false);
 	close(fd);
-	unlinkat(s->lowerfd, path, 0);
+	unlink(path);
 }
 
 static double now_sec(void)
@@ -257,9 +259,11 @@ static void test_hash_speed(void)
 
 int main(void)
 {
-	g_autofree char *top = g_dir_make_tmp("kvt-verify-XXXXXX", NULL);
+	g_autofree char *dir = g_dir_make_tmp("kvt-verify-XXXXXX", NULL);
 	g_autoptr(GError) err = NULL;
 	struct kvt_store *s;
+
+	top = dir;
 
 	printf("1..29\n");
 	s = kvt_store_open(top, &err);

@@ -1,0 +1,546 @@
+/* Files: create, open, read, write, flush, fsync, release.
+ *
+ * A reader of a published file reads its object, checked before the
+ * first byte is served (verify.h); a read that finds fewer bytes than
+ * recorded answers EIO, never a short count.  A writer writes a version
+ * of its own (version.h). */
+#include "ops.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+
+#include "forget.h"
+#include "io.h"
+#include "object.h"
+#include "purge.h"
+#include "resolve.h"
+#include "splice.h"
+#include "version.h"
+
+/* Reads refresh the record's atime at most this often (an evictor reads
+ * it; rewriting it on every load would cost a lower metadata write). */
+#define ATIME_REFRESH_SEC 10
+
+struct kvt_handle {
+	struct kvt_live live;
+	int fd;                /* readers: object bytes */
+	struct kvt_record rec; /* readers of an object: which one (no xattrs) */
+	guint purges;          /* the inode's purge count at open */
+	struct kvt_stage *rstage; /* readers of an unpublished file */
+	struct kvt_stage *wstage; /* writers: the version this handle writes */
+	bool writer;
+	bool cached;           /* counted in cache_readers */
+};
+
+static void handle_free(struct kvt_fs *fs, struct kvt_live *l)
+{
+	struct kvt_handle *h = (struct kvt_handle *)l;
+
+	if (h->fd >= 0)
+		close(h->fd);
+	kvt_stage_unref(h->rstage);
+	kvt_stage_unref(h->wstage);
+	kvt_record_clear(&h->rec);
+	g_free(h);
+}
+
+static struct kvt_handle *handle_new(struct kvt_fs *fs)
+{
+	struct kvt_handle *h = g_new0(struct kvt_handle, 1);
+
+	h->fd = -1;
+	kvt_record_init(&h->rec);
+	kvt_live_add(fs, &h->live, handle_free);
+	return h;
+}
+
+static void handle_close(struct kvt_fs *fs, struct kvt_handle *h)
+{
+	kvt_live_remove(fs, &h->live);
+	handle_free(fs, &h->live);
+}
+
+static struct kvt_handle *handle_of(struct fuse_file_info *fi)
+{
+	return (struct kvt_handle *)(uintptr_t)fi->fh;
+}
+
+struct kvt_stage **kvt_handle_wstage(struct fuse_file_info *fi)
+{
+	struct kvt_handle *h = handle_of(fi);
+
+	return h->writer ? &h->wstage : NULL;
+}
+
+static void open_writer(struct kvt_inode *ino, struct fuse_file_info *fi, struct kvt_handle *h)
+{
+	h->writer = true;
+	ino->writers++;
+	/* Writes bypass the page cache so that it only ever holds published
+	 * bytes, which readers of older versions may share.  O_DIRECT ones
+	 * do anyway, and on the kernel's own direct I/O path the requests of
+	 * one large write are sent in parallel, not one after the other. */
+	if (!(fi->flags & O_DIRECT))
+		fi->direct_io = 1;
+	fi->fh = (uintptr_t)h;
+}
+
+/* A new file at @p/@name, in memory until it is published (caller holds
+ * p->lock). */
+static int new_local_file(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir *pd,
+			  const char *name, mode_t mode, const struct fuse_ctx *ctx,
+			  struct kvt_inode **out)
+{
+	struct kvt_inode *ino;
+	struct stat st;
+	int ret;
+
+	if (strlen(name) > NAME_MAX)
+		return -ENAMETOOLONG;
+	if (g_hash_table_lookup(p->children, name) || kvt_dir_stat(pd, name, &st) == 0)
+		return -EEXIST;
+	ino = kvt_inode_new_file(fs, p, name);
+	ret = kvt_stage_new(fs->store, &ino->stage);
+	if (ret < 0) {
+		/* Never attached nor seen: freed here, under the lock, without
+		 * the tree lock that an unref would need. */
+		kvt_inode_discard(fs, ino);
+		return ret;
+	}
+	kvt_inode_ref(ino); /* pending */
+	ino->meta.st_mode = S_IFREG | (mode & 07777);
+	ino->meta.st_uid = ctx->uid;
+	ino->meta.st_gid = ctx->gid;
+	ino->meta.st_blksize = 4096;
+	clock_gettime(CLOCK_REALTIME, &ino->meta.st_mtim);
+	ino->meta.st_atim = ino->meta.st_ctim = ino->meta.st_mtim;
+	kvt_inode_attach(p, ino);
+	kvt_count_lookup(fs, ino);
+	*out = ino;
+	return 0;
+}
+
+void kvt_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		   struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *p = kvt_inode_of(fs, parent), *ino;
+	g_autoptr(kvt_dir) pd = NULL;
+	struct fuse_entry_param e;
+	struct kvt_handle *h;
+	int ret;
+
+	if (!S_ISREG(mode) && (mode & S_IFMT)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	ret = kvt_inode_dir(fs, p, &pd);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	kvt_inode_lock(p);
+	ret = new_local_file(fs, p, pd, name, mode, fuse_req_ctx(req), &ino);
+	if (ret < 0) {
+		kvt_inode_unlock(p);
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	h = handle_new(fs);
+	kvt_inode_lock(ino);
+	h->wstage = kvt_stage_ref(ino->stage);
+	open_writer(ino, fi, h);
+	kvt_inode_unlock(ino);
+	kvt_fill_entry(fs, ino, NULL, &e);
+	kvt_inode_unlock(p);
+	fuse_reply_create(req, &e, fi);
+}
+
+void kvt_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		  dev_t rdev)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *p = kvt_inode_of(fs, parent), *ino = NULL;
+	g_autoptr(kvt_dir) pd = NULL;
+	struct fuse_entry_param e;
+	int ret;
+
+	if (!S_ISREG(mode)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	ret = kvt_inode_dir(fs, p, &pd);
+	if (ret == 0) {
+		kvt_inode_lock(p);
+		ret = new_local_file(fs, p, pd, name, mode, fuse_req_ctx(req), &ino);
+		kvt_inode_unlock(p);
+	}
+	/* Nobody will write or close it: an empty file is complete now. */
+	if (ret == 0)
+		ret = kvt_publish_in_place(fs, ino, NULL);
+	if (ret == 0) {
+		kvt_fill_entry(fs, ino, NULL, &e);
+		fuse_reply_entry(req, &e);
+	} else {
+		fuse_reply_err(req, -ret);
+	}
+}
+
+/* Updates the record's atime so that evictors see reads. */
+static void touch_atime(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	struct timespec now, ts[2];
+	struct kvt_inode *p;
+	struct kvt_dir *pd;
+	int err;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	kvt_inode_lock(ino);
+	if (now.tv_sec - ino->meta.st_atim.tv_sec < ATIME_REFRESH_SEC || !ino->has_record) {
+		kvt_inode_unlock(ino);
+		return;
+	}
+	ino->meta.st_atim = now;
+	kvt_inode_unlock(ino);
+	p = kvt_lock_parent(fs, ino, &pd, &err);
+	if (!p)
+		return;
+	ts[0] = now;
+	ts[1].tv_nsec = UTIME_OMIT;
+	ts[1].tv_sec = 0;
+	kvt_dir_setattr(pd, ino->name, KVT_SET_TIMES, 0, 0, 0, ts);
+	kvt_inode_unlock(p);
+	kvt_dir_unref(pd);
+}
+
+/* Opens @h->rec's object for reading and checks it: its size, and its
+ * hash unless this mount found it intact before.  A torn object is purged;
+ * the answer is then ENOENT (size: the name was never really there) or EIO
+ * (hash). */
+static int open_object(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_handle *h,
+		       struct kvt_note *note)
+{
+	struct kvt_torn_info torn = { 0 };
+	struct kvt_verify_result res;
+	struct stat st;
+	int ret;
+
+	h->fd = kvt_object_open(fs->store, &h->rec, O_RDONLY, &st);
+	if (h->fd == -ENOENT || h->fd == -EBADMSG) {
+		torn.why = KVT_TORN_MISSING;
+		kvt_purge_inode(fs, ino, &h->rec, &torn, note);
+		return -ENOENT;
+	}
+	if (h->fd < 0)
+		return h->fd;
+	ret = kvt_verify_fd(fs->verifier, h->fd, &st, &h->rec, fs->verify_always, &res);
+	if (ret == 0)
+		kvt_stat_add(&fs->stats, KVT_STAT_verified, 1);
+	if (ret >= 0)
+		return 0;
+	if (ret == -ENODATA) {
+		torn.why = KVT_TORN_SIZE;
+		torn.found_size = res.found_size;
+	} else if (ret == -EBADMSG) {
+		torn.why = KVT_TORN_HASH;
+		torn.found_hash = res.found_hash;
+	} else {
+		g_warning("reading object for verification: %s", g_strerror(-ret));
+		return -EIO;
+	}
+	kvt_purge_inode(fs, ino, &h->rec, &torn, note);
+	return ret == -ENODATA ? -ENOENT : -EIO;
+}
+
+/* The owner, group and other bits, for mounts without
+ * default_permissions (then only the mounting user gets here, see main.c;
+ * root passes). */
+static bool may_open(struct kvt_inode *ino, const struct fuse_ctx *ctx, int flags)
+{
+	mode_t mode, want = 0;
+
+	if (ctx->uid == 0)
+		return true;
+	if ((flags & O_ACCMODE) != O_WRONLY)
+		want |= S_IROTH;
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
+		want |= S_IWOTH;
+	kvt_inode_lock(ino);
+	mode = ino->meta.st_mode;
+	if (ctx->uid == ino->meta.st_uid)
+		mode >>= 6;
+	else if (ctx->gid == ino->meta.st_gid)
+		mode >>= 3;
+	kvt_inode_unlock(ino);
+	return (mode & want) == want;
+}
+
+/* How a reader of a published object is served (caller holds ino->lock). */
+static void open_reader(struct kvt_inode *ino, struct fuse_file_info *fi, struct kvt_handle *h)
+{
+	if (ino->rewritten || ino->writers || !ino->has_record ||
+	    strcmp(ino->rec.ref, h->rec.ref) ||
+	    (ino->cache_readers && strcmp(ino->cache_ref, h->rec.ref))) {
+		/* The kernel clamps cached and O_DIRECT reads to its idea of
+		 * the size, which a writer in place (LMCache) may move under
+		 * readers; readers of an older version may share the page
+		 * cache too.  Such a reader is served from its own object
+		 * only, whatever the kernel thinks the size is. */
+		fi->direct_io = 1;
+	} else {
+		fi->keep_cache = !strcmp(ino->cache_ref, h->rec.ref);
+		g_strlcpy(ino->cache_ref, h->rec.ref, sizeof(ino->cache_ref));
+		ino->cache_readers++;
+		h->cached = true;
+	}
+}
+
+void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	struct kvt_note note = { 0 };
+	struct kvt_handle *h;
+	bool ref_inode = false, published = false, reader = (fi->flags & O_ACCMODE) == O_RDONLY;
+	int ret = 0;
+
+	if (ino->is_dir) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (!may_open(ino, fuse_req_ctx(req), fi->flags)) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	h = handle_new(fs);
+	if (reader) {
+		ret = kvt_resolve_inode(fs, ino, &note);
+		kvt_inode_lock(ino);
+		published = ino->has_record;
+		if (published) {
+			kvt_record_id(&h->rec, &ino->rec);
+			h->purges = __atomic_load_n(&ino->purges, __ATOMIC_ACQUIRE);
+		}
+		kvt_inode_unlock(ino);
+		if (ret == 0 && published)
+			ret = open_object(fs, ino, h, &note);
+	}
+	kvt_inode_lock(ino);
+	if (ret < 0) {
+		/* torn or gone */
+	} else if (!reader) {
+		/* A new version starts with O_TRUNC or the first write; an
+		 * open for writing that writes nothing (touch) changes
+		 * nothing. */
+		if (fi->flags & O_TRUNC)
+			ret = kvt_version_begin(fs, ino, true, &ref_inode, &h->wstage);
+		if (ret == 0)
+			open_writer(ino, fi, h);
+	} else if (h->fd >= 0) {
+		open_reader(ino, fi, h);
+	} else if (ino->stage && ino->writers == 0) {
+		/* A finished but unpublished file (a closed temp file). */
+		h->rstage = kvt_stage_ref(ino->stage);
+		fi->direct_io = 1;
+	} else {
+		/* Still being written under its own name: a reader sees
+		 * nothing rather than part of it. */
+		ret = -ENOENT;
+	}
+	kvt_inode_unlock(ino);
+	if (ref_inode)
+		kvt_inode_ref(ino);
+	kvt_notify(fs, &note, true);
+	if (ret < 0) {
+		handle_close(fs, h);
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	if (!h->writer) {
+		fi->noflush = 1;
+		if (h->fd >= 0) {
+			kvt_stat_add(&fs->stats, KVT_STAT_loads, 1);
+			touch_atime(fs, ino);
+		}
+	}
+	fi->fh = (uintptr_t)h;
+	fuse_reply_open(req, fi);
+}
+
+/* A read of a published object: EIO once the version was purged, and
+ * EIO (with a purge) when the lower file holds fewer bytes than recorded;
+ * a short reply would make the kernel take it as the end of the file.
+ * The bytes go by splice when they can, else through a buffer.  Returns
+ * the bytes replied, or -errno for the caller to reply. */
+static ssize_t read_object(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *ino,
+			   struct kvt_handle *h, size_t size, off_t off,
+			   struct kvt_note *note)
+{
+	uint64_t want = (uint64_t)off >= h->rec.size ? 0 : MIN(size, h->rec.size - off);
+	struct kvt_torn_info torn = { .why = KVT_TORN_SHORT };
+	g_autofree char *buf = NULL;
+	size_t have = 0;
+	struct stat st;
+	ssize_t got;
+	int rfd;
+
+	if (__atomic_load_n(&ino->purges, __ATOMIC_ACQUIRE) != h->purges)
+		return -EIO;
+	/* A read of several requests must fail at its first one: the kernel
+	 * returns what the earlier ones got when a later one fails. */
+	if (want && fstat(h->fd, &st) == 0 && (uint64_t)st.st_size < h->rec.size) {
+		torn.found_size = st.st_size;
+		kvt_purge_inode(fs, ino, &h->rec, &torn, note);
+		return -EIO;
+	}
+	rfd = want ? kvt_splice_fill(h->fd, off, want, &have) : -ENOSYS;
+	if (rfd >= 0) {
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(want);
+
+		bv.buf[0].flags = FUSE_BUF_IS_FD;
+		bv.buf[0].fd = rfd;
+		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+		kvt_splice_reset(rfd);
+		return want;
+	}
+	if (rfd == -ENODATA) {
+		got = have;
+	} else {
+		buf = g_malloc(want ? want : 1);
+		got = kvt_pread_full(h->fd, buf, want, off);
+		if (got < 0)
+			return got;
+	}
+	if ((uint64_t)got == want) {
+		fuse_reply_buf(req, buf, got);
+		return got;
+	}
+	torn.found_size = off + got;
+	kvt_purge_inode(fs, ino, &h->rec, &torn, note);
+	return -EIO;
+}
+
+void kvt_op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
+		 struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	struct kvt_handle *h = handle_of(fi);
+	struct kvt_note note = { 0 };
+	struct kvt_stage *st = NULL;
+	g_autofree char *buf = NULL;
+	ssize_t got;
+
+	if (!h->writer && !h->rstage) {
+		got = read_object(req, fs, ino, h, size, off, &note);
+		if (got < 0) {
+			kvt_notify(fs, &note, true);
+			fuse_reply_err(req, (int)-got);
+		} else {
+			kvt_stat_add(&fs->stats, KVT_STAT_bytes_out, got);
+		}
+		return;
+	}
+	buf = g_malloc(size ? size : 1);
+	if (h->writer) {
+		int ret = kvt_version_for_write(fs, ino, &h->wstage, &st);
+
+		if (ret < 0) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+		got = kvt_stage_read(st, buf, size, off);
+		kvt_version_put(st);
+	} else {
+		got = kvt_stage_read(h->rstage, buf, size, off);
+	}
+	if (got < 0) {
+		fuse_reply_err(req, (int)-got);
+	} else {
+		kvt_stat_add(&fs->stats, KVT_STAT_bytes_out, got);
+		fuse_reply_buf(req, buf, got);
+	}
+}
+
+void kvt_op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size, off_t off,
+		  struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_stage *st;
+	int ret = kvt_version_for_write(fs, kvt_inode_of(fs, n), &handle_of(fi)->wstage, &st);
+
+	if (ret == 0) {
+		ret = kvt_stage_write(st, buf, size, off);
+		kvt_version_put(st);
+	}
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+	} else {
+		kvt_stat_add(&fs->stats, KVT_STAT_bytes_in, size);
+		fuse_reply_write(req, size);
+	}
+}
+
+/* Only what this handle wrote: another writer's version is its to
+ * publish (a touch of a file being written publishes nothing). */
+static int publish_own(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_handle *h)
+{
+	return h->writer && h->wstage ? kvt_publish_in_place(fs, ino, h->wstage) : 0;
+}
+
+void kvt_op_flush(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+
+	fuse_reply_err(req, -publish_own(fs, kvt_inode_of(fs, n), handle_of(fi)));
+}
+
+/* The published version of @ino made durable (publish.c says what that
+ * takes).  A file never published (a temp name) has nothing that would
+ * survive a remount anyway. */
+static int sync_published(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	struct kvt_record rec;
+	struct kvt_inode *p;
+	struct kvt_dir *pd;
+	int ret;
+
+	p = kvt_lock_parent(fs, ino, &pd, &ret);
+	if (!p)
+		return ret;
+	kvt_inode_lock(ino);
+	kvt_record_id(&rec, &ino->rec);
+	kvt_inode_unlock(ino);
+	ret = rec.ref[0] ? kvt_store_sync_name(fs->store, pd, ino->name, &rec) : 0;
+	kvt_inode_unlock(p);
+	kvt_dir_unref(pd);
+	return ret;
+}
+
+void kvt_op_fsync(fuse_req_t req, fuse_ino_t n, int datasync, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	int ret = publish_own(fs, ino, handle_of(fi));
+
+	if (ret == 0)
+		ret = sync_published(fs, ino);
+	fuse_reply_err(req, -ret);
+}
+
+void kvt_op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	struct kvt_handle *h = handle_of(fi);
+
+	kvt_inode_lock(ino);
+	if (h->writer)
+		ino->writers--;
+	if (h->cached)
+		ino->cache_readers--;
+	kvt_inode_unlock(ino);
+	handle_close(fs, h);
+	fuse_reply_err(req, 0);
+}

@@ -1,0 +1,100 @@
+/* One mount: what every FUSE operation shares.  Operations are grouped
+ * by concern:
+ *
+ *   resolve.c    lookup, getattr, statfs: names resolved, sizes checked
+ *   attr.c       setattr
+ *   forget.c     the kernel's lookup counts, forget, the bound on them
+ *   file.c       open, read, write, flush, fsync, release, create, mknod
+ *   version.c    versions of a file being written, and their publication
+ *   namespace.c  mkdir, rmdir, unlink, rename
+ *   listing.c    opendir, readdir(plus), releasedir
+ *   xattr.c      extended attributes and the verdicts
+ *   purge.c      torn names removed; notify.c tells the kernel
+ *   ops.c        the operation table, init and destroy
+ *
+ * Each finds the inode, calls the store (store.h), and replies. */
+#pragma once
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+#include <glib.h>
+#include <stdbool.h>
+
+#include "dircache.h"
+#include "stats.h"
+#include "store.h"
+#include "verify.h"
+
+/* 1 MiB less four pages (see main.c). */
+#define KVT_MAX_READ 1032192
+
+struct kvt_inode;
+struct kvt_notifier;
+
+struct kvt_fs {
+	struct kvt_store *store;
+	struct kvt_inode *root;
+	GMutex tree_lock;            /* lockorder.h */
+	struct kvt_dircache *dirs;   /* lower directories held open */
+	struct fuse_session *se;
+	struct kvt_stats stats;
+	struct kvt_verifier *verifier;
+	struct kvt_notifier *notifier;
+
+	/* Options. */
+	char *tmp_suffix;            /* names with it are published only by rename */
+	double entry_timeout, attr_timeout;
+	double negative_timeout;     /* kernel caching of "no such name" */
+	bool verify_always;          /* hash on every open, not once per mount */
+
+	/* The files the kernel knows, oldest first.  The kernel keeps what it
+	 * looked up until memory runs short, and each costs an inode here;
+	 * past max_inodes the oldest names are dropped from its dentry cache
+	 * (it then forgets them), so the daemon's memory stays bounded. */
+	GMutex lru_lock;
+	GQueue lru;
+	guint max_inodes;
+
+	/* Everything alive, for destroy: inodes and open handles. */
+	GMutex live_lock;
+	GQueue live_inodes;
+	GQueue live_handles;
+};
+
+/* An open handle, kept on fs->live_handles so that destroy can free the
+ * handles the kernel never released (a mount that was killed off). */
+struct kvt_live {
+	GList link;
+	void (*free)(struct kvt_fs *fs, struct kvt_live *l);
+};
+
+static inline void kvt_live_add(struct kvt_fs *fs, struct kvt_live *l,
+				void (*free_fn)(struct kvt_fs *, struct kvt_live *))
+{
+	l->link.data = l;
+	l->free = free_fn;
+	g_mutex_lock(&fs->live_lock);
+	g_queue_push_tail_link(&fs->live_handles, &l->link);
+	g_mutex_unlock(&fs->live_lock);
+}
+
+static inline void kvt_live_remove(struct kvt_fs *fs, struct kvt_live *l)
+{
+	g_mutex_lock(&fs->live_lock);
+	g_queue_unlink(&fs->live_handles, &l->link);
+	g_mutex_unlock(&fs->live_lock);
+}
+
+static inline struct kvt_fs *kvt_fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static inline bool kvt_is_tmp_name(struct kvt_fs *fs, const char *name)
+{
+	return fs->tmp_suffix[0] && g_str_has_suffix(name, fs->tmp_suffix);
+}
+
+extern const struct fuse_lowlevel_ops kvt_fuse_ops;
+
+/* Frees every inode and handle the kernel left (ops.c); again is a no-op. */
+void kvt_fs_free_all(struct kvt_fs *fs);

@@ -1,0 +1,229 @@
+/* Opening and creating the layout (layout.h), and the staging
+ * directories' locks. */
+#include "layout.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const areas[] = { "objects", "names", "staging" };
+
+static bool fail(GError **err, int errnum, const char *lowerdir, const char *fmt, ...)
+	G_GNUC_PRINTF(4, 5);
+
+static bool fail(GError **err, int errnum, const char *lowerdir, const char *fmt, ...)
+{
+	g_autofree char *msg = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(errnum),
+		    "LOWERDIR %s%s%s", lowerdir, msg[0] == ' ' ? "" : ": ", msg);
+	return false;
+}
+
+static bool is_empty(struct kvt_dir *root)
+{
+	int ret;
+	g_autoptr(GPtrArray) ents = kvt_dir_list(root, false, &ret);
+
+	if (!ents)
+		return false;
+	for (guint i = 0; i < ents->len; i++) {
+		const struct kvt_dirent *e = ents->pdata[i];
+
+		/* A fresh ext4 file system has lost+found. */
+		if (strcmp(e->name, "lost+found"))
+			return false;
+	}
+	return true;
+}
+
+/* The marker's format version; -errno, -EBADMSG when it is not a marker. */
+static int read_marker(struct kvt_dir *root, int *version)
+{
+	char buf[64];
+	kvt_autofd fd = kvt_dir_open_file(root, KVT_MARKER, O_RDONLY, 0, NULL);
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	if (sscanf(buf, KVT_MARKER " %d", version) != 1)
+		return -EBADMSG;
+	return 0;
+}
+
+/* The areas, then the marker by rename: a store is either marked and
+ * complete, or an empty-looking directory that the next mount completes.
+ * Everything is made durable before the marker says "store", and the
+ * marker before a mount reports ready: a power cut must not leave a
+ * marker without its bytes. */
+static int create_store(struct kvt_dir *root)
+{
+	char buf[64];
+	int len, ret;
+	kvt_autofd fd = -1;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(areas); i++) {
+		ret = kvt_dir_mkdir(root, areas[i], 0755);
+		if (ret < 0 && ret != -EEXIST)
+			return ret;
+	}
+	kvt_dir_unlink(root, KVT_MARKER ".new");
+	fd = kvt_dir_open_file(root, KVT_MARKER ".new", O_WRONLY | O_CREAT | O_EXCL, 0644,
+			       NULL);
+	if (fd < 0)
+		return fd;
+	len = snprintf(buf, sizeof(buf), KVT_MARKER " %d\n", KVT_FORMAT_VERSION);
+	if (write(fd, buf, len) != len || fsync(fd)) {
+		ret = errno ? -errno : -EIO;
+		kvt_dir_unlink(root, KVT_MARKER ".new");
+		return ret;
+	}
+	ret = kvt_dir_sync(root);
+	if (ret == 0)
+		ret = kvt_dir_rename(root, KVT_MARKER ".new", root, KVT_MARKER, 0);
+	if (ret == 0)
+		ret = kvt_dir_sync(root);
+	return ret;
+}
+
+bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
+		     struct kvt_layout *out, GError **err)
+{
+	struct kvt_dir **dirs[] = { &out->objects, &out->names, &out->staging };
+	int version = 0, ret;
+
+	memset(out, 0, sizeof(*out));
+	ret = kvt_dir_open_root(lowerdir, &out->root);
+	if (ret < 0)
+		return fail(err, -ret, lowerdir, "%s", g_strerror(-ret));
+	ret = read_marker(out->root, &version);
+	if (ret == -ENOENT && how == KVT_LAYOUT_CREATE) {
+		if (!is_empty(out->root)) {
+			fail(err, EEXIST, lowerdir, " is not empty and not a kvtierfs store (no %s)",
+			     KVT_MARKER);
+			goto out;
+		}
+		ret = create_store(out->root);
+		if (ret < 0) {
+			fail(err, -ret, lowerdir, "cannot create a store: %s", g_strerror(-ret));
+			goto out;
+		}
+		ret = read_marker(out->root, &version);
+	}
+	if (ret == -ENOENT) {
+		fail(err, ENOENT, lowerdir, " is not a kvtierfs store (no %s)", KVT_MARKER);
+		goto out;
+	}
+	if (ret == -EBADMSG) {
+		fail(err, EBADMSG, lowerdir, "%s is not a kvtierfs store marker", KVT_MARKER);
+		goto out;
+	}
+	if (ret < 0) {
+		fail(err, -ret, lowerdir, "cannot use store: %s: %s", KVT_MARKER,
+		     g_strerror(-ret));
+		goto out;
+	}
+	if (version != KVT_FORMAT_VERSION) {
+		fail(err, EINVAL, lowerdir, "store format %d, this kvtierfs reads format %d",
+		     version, KVT_FORMAT_VERSION);
+		goto out;
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(areas); i++) {
+		ret = kvt_dir_open(out->root, areas[i], dirs[i]);
+		if (ret < 0) {
+			fail(err, -ret, lowerdir, "damaged store: %s/: %s", areas[i],
+			     g_strerror(-ret));
+			goto out;
+		}
+	}
+	return true;
+out:
+	kvt_layout_close(out);
+	return false;
+}
+
+void kvt_layout_close(struct kvt_layout *l)
+{
+	g_clear_pointer(&l->staging, kvt_dir_unref);
+	g_clear_pointer(&l->names, kvt_dir_unref);
+	g_clear_pointer(&l->objects, kvt_dir_unref);
+	g_clear_pointer(&l->root, kvt_dir_unref);
+}
+
+int kvt_staging_lock(struct kvt_dir *stage, bool create)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int fd = kvt_dir_open_file(stage, "lock", O_RDWR | (create ? O_CREAT | O_EXCL : 0),
+				   0600, NULL);
+
+	if (fd < 0)
+		return fd;
+	if (fcntl(fd, F_OFD_SETLK, &fl)) {
+		int ret = errno == EACCES ? -EAGAIN : -errno;
+
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+int kvt_staging_live(struct kvt_layout *l, const char *name)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	g_autoptr(kvt_dir) stage = NULL;
+	kvt_autofd fd = -1;
+	int ret = kvt_dir_open(l->staging, name, &stage);
+
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
+	fd = kvt_dir_open_file(stage, "lock", O_RDONLY, 0, NULL);
+	if (fd < 0)
+		/* No lock file: a dead mount's, or one dying at birth. */
+		return fd == -ENOENT ? 0 : fd;
+	if (fcntl(fd, F_OFD_GETLK, &fl))
+		return -errno;
+	return fl.l_type != F_UNLCK;
+}
+
+int kvt_staging_remove(struct kvt_layout *l, const char *name)
+{
+	g_autoptr(kvt_dir) stage = NULL;
+	g_autoptr(GPtrArray) ents = NULL;
+	kvt_autofd lock = -1;
+	int ret = kvt_dir_open(l->staging, name, &stage);
+
+	if (ret < 0)
+		/* A symbolic link or a file where a staging directory should
+		 * be: only the entry itself goes, never what it points to. */
+		return ret == -ENOTDIR || ret == -ELOOP ? kvt_dir_unlink(l->staging, name) : ret;
+	lock = kvt_staging_lock(stage, false);
+	if (lock == -EAGAIN)
+		return -EBUSY;
+	ents = kvt_dir_list(stage, false, &ret);
+	if (!ents)
+		return ret;
+	for (guint i = 0; i < ents->len; i++) {
+		const struct kvt_dirent *e = ents->pdata[i];
+		int r = kvt_dir_unlink(stage, e->name);
+
+		/* A directory in a staging directory is nobody's; one level
+		 * is all a staging directory can hold. */
+		if (r == -EISDIR)
+			r = kvt_dir_rmdir(stage, e->name);
+		if (r < 0 && r != -ENOENT && !ret)
+			ret = r;
+	}
+	if (ret == 0)
+		ret = kvt_dir_rmdir(l->staging, name);
+	return ret == -ENOENT ? 0 : ret;
+}

@@ -1,0 +1,53 @@
+/* The layout of a store on LOWERDIR, known here once, for the daemon and
+ * for the checker alike:
+ *
+ *   kvtierfs-store            format marker: "kvtierfs-store <version>\n"
+ *   objects/<ab>/<hash>       anchor: one link per distinct content, for dedup
+ *   objects/<ab>/<hash>.<ref> reference: one hard link per name record
+ *   names/<visible path>      name records (record.h) and directories
+ *   staging/<mount id>/       one mount's unpublished files, with "lock"
+ *
+ * A mount holds an OFD write lock on its staging/<id>/lock for its
+ * lifetime; the kernel (or the NFS server, at lease expiry) drops it when
+ * the mount dies, so a staging directory whose lock can be taken belongs
+ * to nobody.  No lock file outlives the lock's meaning. */
+#pragma once
+#include <glib.h>
+#include <stdbool.h>
+
+#include "lower.h"
+
+#define KVT_MARKER "kvtierfs-store"
+#define KVT_FORMAT_VERSION 1
+
+struct kvt_layout {
+	struct kvt_dir *root;    /* LOWERDIR */
+	struct kvt_dir *objects;
+	struct kvt_dir *names;
+	struct kvt_dir *staging; /* staging/, every mount's */
+};
+
+enum kvt_layout_open {
+	KVT_LAYOUT_EXISTING, /* a store, or an error */
+	KVT_LAYOUT_CREATE,   /* an empty directory becomes a store */
+};
+
+/* Opens the store at @lowerdir: its marker must say this format, and its
+ * three areas be directories.  With KVT_LAYOUT_CREATE an empty directory
+ * (lost+found allowed) is made into a store first.  On failure @err says
+ * why in one line naming LOWERDIR. */
+bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
+		     struct kvt_layout *out, GError **err);
+void kvt_layout_close(struct kvt_layout *l);
+
+/* Whether a live mount holds staging/@name's lock: 1 yes, 0 no, -errno.
+ * Asks without taking (F_OFD_GETLK), so it works on a read-only store. */
+int kvt_staging_live(struct kvt_layout *l, const char *name);
+/* Removes staging/@name and all it holds, unless a live mount holds its
+ * lock (-EBUSY): the lock is taken first, so that a mount that came to
+ * life meanwhile keeps its files.  Files only, one level of directories
+ * (a staging directory is flat); nothing is followed. */
+int kvt_staging_remove(struct kvt_layout *l, const char *name);
+/* Takes the lock of a staging directory: -EAGAIN if a live mount holds
+ * it.  The fd holds the lock; close it to let go. */
+int kvt_staging_lock(struct kvt_dir *stage, bool create);

@@ -1,0 +1,167 @@
+/* Directory listings: the lower directory's records and directories, and
+ * the files being written here, which exist in memory only.  The listing
+ * is taken once at opendir, so offsets stay stable while the directory
+ * changes. */
+#include <errno.h>
+#include <string.h>
+
+#include "forget.h"
+#include "ops.h"
+#include "resolve.h"
+
+struct dir_entry {
+	char *name;
+	unsigned char type;
+};
+
+struct dir_handle {
+	struct kvt_live live;
+	GArray *entries;       /* struct dir_entry */
+};
+
+static void dir_add(GArray *a, const char *name, unsigned char type)
+{
+	struct dir_entry d = { g_strdup(name), type };
+
+	g_array_append_val(a, d);
+}
+
+static void clear_dir_entry(gpointer p)
+{
+	g_free(((struct dir_entry *)p)->name);
+}
+
+static void dir_handle_free(struct kvt_fs *fs, struct kvt_live *l)
+{
+	struct dir_handle *dh = (struct dir_handle *)l;
+
+	g_array_unref(dh->entries);
+	g_free(dh);
+}
+
+void kvt_op_opendir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *dir = kvt_inode_of(fs, n);
+	g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autoptr(GPtrArray) lower = NULL;
+	g_autoptr(kvt_dir) d = NULL;
+	struct dir_handle *dh;
+	GHashTableIter it;
+	gpointer k, v;
+	int ret;
+
+	if (!dir->is_dir) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	ret = kvt_inode_dir(fs, dir, &d);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	dh = g_new0(struct dir_handle, 1);
+	dh->entries = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
+	g_array_set_clear_func(dh->entries, clear_dir_entry);
+	dir_add(dh->entries, ".", DT_DIR);
+	dir_add(dh->entries, "..", DT_DIR);
+	kvt_inode_lock(dir);
+	lower = kvt_dir_list(d, false, &ret);
+	for (guint i = 0; lower && i < lower->len; i++) {
+		const struct kvt_dirent *e = lower->pdata[i];
+
+		if (e->type != DT_DIR && e->type != DT_REG && e->type != DT_UNKNOWN)
+			continue;
+		dir_add(dh->entries, e->name, e->type);
+		g_hash_table_add(seen, (gpointer)e->name);
+	}
+	/* Files being written here exist only in memory so far. */
+	g_hash_table_iter_init(&it, dir->children);
+	while (lower && g_hash_table_iter_next(&it, &k, &v))
+		if (!g_hash_table_contains(seen, k) && kvt_inode_is_local(v))
+			dir_add(dh->entries, k, DT_REG);
+	kvt_inode_unlock(dir);
+	if (!lower) {
+		dir_handle_free(fs, &dh->live);
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	kvt_live_add(fs, &dh->live, dir_handle_free);
+	fi->fh = (uintptr_t)dh;
+	fuse_reply_open(req, fi);
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
+		       struct fuse_file_info *fi, bool plus)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *dir = kvt_inode_of(fs, n);
+	struct dir_handle *dh = (struct dir_handle *)(uintptr_t)fi->fh;
+	g_autoptr(GArray) notes = g_array_new(FALSE, TRUE, sizeof(struct kvt_note));
+	g_autoptr(kvt_dir) d = NULL;
+	g_autofree char *buf = g_malloc(size);
+	size_t used = 0;
+
+	if (plus && kvt_inode_dir(fs, dir, &d) < 0)
+		plus = false; /* gone meanwhile: names only */
+	for (guint i = off; i < dh->entries->len; i++) {
+		struct dir_entry *de = &g_array_index(dh->entries, struct dir_entry, i);
+		bool dot = !strcmp(de->name, ".") || !strcmp(de->name, "..");
+		struct kvt_note note = { 0 };
+		size_t len;
+
+		if (plus) {
+			struct fuse_entry_param e = { 0 };
+
+			if (dot) {
+				e.attr.st_mode = de->type << 12;
+			} else if (kvt_do_lookup(fs, dir, d, de->name, &e, &note) < 0) {
+				/* Vanished since opendir, or torn; the kernel
+				 * learns of a purge once this reply is out. */
+				if (note.parent || note.child)
+					g_array_append_val(notes, note);
+				continue;
+			}
+			len = fuse_add_direntry_plus(req, buf + used, size - used,
+						     de->name, &e, i + 1);
+			if (len > size - used) {
+				if (!dot)
+					kvt_forget(fs, kvt_inode_of(fs, e.ino), 1);
+				break;
+			}
+		} else {
+			struct stat st = { .st_mode = de->type << 12 };
+
+			len = fuse_add_direntry(req, buf + used, size - used, de->name,
+						&st, i + 1);
+			if (len > size - used)
+				break;
+		}
+		used += len;
+	}
+	fuse_reply_buf(req, buf, used);
+	for (guint i = 0; i < notes->len; i++)
+		kvt_notify(fs, &g_array_index(notes, struct kvt_note, i), false);
+}
+
+void kvt_op_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	do_readdir(req, n, size, off, fi, false);
+}
+
+void kvt_op_readdirplus(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
+			struct fuse_file_info *fi)
+{
+	do_readdir(req, n, size, off, fi, true);
+}
+
+void kvt_op_releasedir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct dir_handle *dh = (struct dir_handle *)(uintptr_t)fi->fh;
+
+	kvt_live_remove(fs, &dh->live);
+	dir_handle_free(fs, &dh->live);
+	fuse_reply_err(req, 0);
+}

@@ -1,0 +1,360 @@
+/* The door to LOWERDIR (rules in lower.h). */
+#include "lower.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+
+static struct kvt_dir *dir_new(int fd)
+{
+	struct kvt_dir *d = g_new0(struct kvt_dir, 1);
+	struct stat st;
+
+	d->refs = 1;
+	d->fd = fd;
+	if (fstat(fd, &st) == 0) {
+		d->dev = st.st_dev;
+		d->ino = st.st_ino;
+	}
+	return d;
+}
+
+struct kvt_dir *kvt_dir_ref(struct kvt_dir *d)
+{
+	g_atomic_int_inc(&d->refs);
+	return d;
+}
+
+void kvt_dir_unref(struct kvt_dir *d)
+{
+	if (!d || !g_atomic_int_dec_and_test(&d->refs))
+		return;
+	close(d->fd);
+	g_free(d);
+}
+
+bool kvt_name_ok(const char *name)
+{
+	return name && name[0] && strcmp(name, ".") && strcmp(name, "..") &&
+	       !strchr(name, '/');
+}
+
+#define CHECK_NAME(name)                      \
+	do {                                  \
+		if (!kvt_name_ok(name))       \
+			return -EINVAL;       \
+	} while (0)
+
+int kvt_dir_open_root(const char *path, struct kvt_dir **out)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	*out = dir_new(fd);
+	return 0;
+}
+
+/* One component at a time, none of them a symbolic link: for kernels
+ * without openat2. */
+static int open_walk(int at, const char *relpath, int flags)
+{
+	g_auto(GStrv) parts = g_strsplit(relpath, "/", -1);
+	int fd = dup(at);
+
+	if (fd < 0)
+		return -errno;
+	for (char **p = parts; *p; p++) {
+		int next;
+
+		if (!**p)
+			continue;
+		if (!kvt_name_ok(*p)) {
+			close(fd);
+			return -EXDEV; /* what openat2 says of ".." */
+		}
+		next = openat(fd, *p, (p[1] ? O_RDONLY | O_DIRECTORY : flags) |
+			      O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		if (next < 0)
+			return -errno;
+		fd = next;
+	}
+	return fd;
+}
+
+static int open_beneath(int at, const char *relpath, int flags)
+{
+	struct open_how how = {
+		.flags = flags | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, at, relpath, &how, sizeof(how));
+
+	if (fd >= 0)
+		return (int)fd;
+	if (errno != ENOSYS)
+		return -errno;
+	return open_walk(at, relpath, flags);
+}
+
+int kvt_dir_open(struct kvt_dir *at, const char *relpath, struct kvt_dir **out)
+{
+	int fd;
+
+	if (!relpath[0] || relpath[0] == '/')
+		return -EINVAL;
+	if (!kvt_name_ok(relpath)) {
+		fd = open_beneath(at->fd, relpath, O_RDONLY | O_DIRECTORY);
+		if (fd < 0)
+			return fd;
+	} else {
+		fd = openat(at->fd, relpath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+	}
+	*out = dir_new(fd);
+	return 0;
+}
+
+int kvt_dir_stat(struct kvt_dir *d, const char *name, struct stat *st)
+{
+	if (!name)
+		return fstat(d->fd, st) ? -errno : 0;
+	CHECK_NAME(name);
+	return fstatat(d->fd, name, st, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+}
+
+int kvt_dir_open_file(struct kvt_dir *d, const char *name, int flags, mode_t mode,
+		      struct stat *st)
+{
+	struct stat own;
+	int fd;
+
+	CHECK_NAME(name);
+	/* O_NONBLOCK: a FIFO planted where a file should be must not hang
+	 * the open; it is refused below.  On a regular file it changes
+	 * nothing. */
+	fd = openat(d->fd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
+	if (fd < 0)
+		return errno == ELOOP || errno == ENXIO ? -EBADMSG : -errno;
+	if (!st)
+		st = &own;
+	if (fstat(fd, st)) {
+		int ret = -errno;
+
+		close(fd);
+		return ret;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return -EBADMSG;
+	}
+	return fd;
+}
+
+int kvt_dir_mkdir(struct kvt_dir *d, const char *name, mode_t mode)
+{
+	CHECK_NAME(name);
+	return mkdirat(d->fd, name, mode) ? -errno : 0;
+}
+
+int kvt_dir_rmdir(struct kvt_dir *d, const char *name)
+{
+	CHECK_NAME(name);
+	return unlinkat(d->fd, name, AT_REMOVEDIR) ? -errno : 0;
+}
+
+int kvt_dir_unlink(struct kvt_dir *d, const char *name)
+{
+	CHECK_NAME(name);
+	return unlinkat(d->fd, name, 0) ? -errno : 0;
+}
+
+int kvt_dir_link(struct kvt_dir *from, const char *fname, struct kvt_dir *to,
+		 const char *tname)
+{
+	CHECK_NAME(fname);
+	CHECK_NAME(tname);
+	return linkat(from->fd, fname, to->fd, tname, 0) ? -errno : 0;
+}
+
+int kvt_dir_rename(struct kvt_dir *from, const char *fname, struct kvt_dir *to,
+		   const char *tname, unsigned int flags)
+{
+	CHECK_NAME(fname);
+	CHECK_NAME(tname);
+	return renameat2(from->fd, fname, to->fd, tname, flags) ? -errno : 0;
+}
+
+int kvt_dir_setattr(struct kvt_dir *d, const char *name, unsigned int which,
+		    mode_t mode, uid_t uid, gid_t gid, const struct timespec ts[2])
+{
+	kvt_autofd fd = -1;
+	int target = d->fd;
+
+	/* Through an fd of the file itself: fchmodat(2) would follow a
+	 * symbolic link. */
+	if (name) {
+		fd = kvt_dir_open_file(d, name, O_RDONLY, 0, NULL);
+		if (fd < 0)
+			return fd;
+		target = fd;
+	}
+	if ((which & KVT_SET_MODE) && fchmod(target, mode & 07777))
+		return -errno;
+	if ((which & (KVT_SET_UID | KVT_SET_GID)) &&
+	    fchown(target, which & KVT_SET_UID ? uid : (uid_t)-1,
+		   which & KVT_SET_GID ? gid : (gid_t)-1))
+		return -errno;
+	if ((which & KVT_SET_TIMES) && futimens(target, ts))
+		return -errno;
+	return 0;
+}
+
+int kvt_dir_sync(struct kvt_dir *d)
+{
+	return fsync(d->fd) ? -errno : 0;
+}
+
+int kvt_dir_sync_up(struct kvt_dir *d, struct kvt_dir *top)
+{
+	int fd = dup(d->fd), ret = 0;
+	struct stat st, was = { 0 };
+
+	if (fd < 0)
+		return -errno;
+	/* ".." from a directory beneath @top stays beneath it; the walk
+	 * stops at @top, or where ".." leads nowhere higher (a directory no
+	 * longer under @top). */
+	for (int depth = 0; depth < 4096; depth++) {
+		int up;
+
+		if (fsync(fd) || fstat(fd, &st)) {
+			ret = -errno;
+			break;
+		}
+		if ((st.st_dev == top->dev && st.st_ino == top->ino) ||
+		    (st.st_dev == was.st_dev && st.st_ino == was.st_ino))
+			break;
+		was = st;
+		up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (up < 0) {
+			ret = -errno;
+			break;
+		}
+		close(fd);
+		fd = up;
+	}
+	close(fd);
+	return ret;
+}
+
+int kvt_dir_statvfs(struct kvt_dir *d, struct statvfs *sv)
+{
+	return fstatvfs(d->fd, sv) ? -errno : 0;
+}
+
+int kvt_dir_access(struct kvt_dir *d, const char *name, int mode)
+{
+	if (name)
+		CHECK_NAME(name);
+	return faccessat(d->fd, name ? name : ".", mode, AT_EACCESS | AT_SYMLINK_NOFOLLOW) ?
+	       -errno : 0;
+}
+
+ssize_t kvt_dir_getxattr(struct kvt_dir *d, const char *name, void *buf, size_t size)
+{
+	ssize_t n = fgetxattr(d->fd, name, buf, size);
+
+	return n < 0 ? -errno : n;
+}
+
+int kvt_dir_setxattr(struct kvt_dir *d, const char *name, const void *value,
+		     size_t size, int flags)
+{
+	return fsetxattr(d->fd, name, value, size, flags) ? -errno : 0;
+}
+
+ssize_t kvt_dir_listxattr(struct kvt_dir *d, char *buf, size_t size)
+{
+	ssize_t n = flistxattr(d->fd, buf, size);
+
+	return n < 0 ? -errno : n;
+}
+
+int kvt_dir_removexattr(struct kvt_dir *d, const char *name)
+{
+	return fremovexattr(d->fd, name) ? -errno : 0;
+}
+
+static int entry_cmp(gconstpointer a, gconstpointer b)
+{
+	const struct kvt_dirent *x = *(struct kvt_dirent *const *)a;
+	const struct kvt_dirent *y = *(struct kvt_dirent *const *)b;
+
+	return strcmp(x->name, y->name);
+}
+
+GPtrArray *kvt_dir_list(struct kvt_dir *d, bool sorted, int *err)
+{
+	int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+	GPtrArray *out;
+	struct dirent *de;
+
+	if (!dir) {
+		*err = -errno;
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	out = g_ptr_array_new_with_free_func(g_free);
+	for (;;) {
+		struct kvt_dirent *e;
+		size_t len;
+
+		errno = 0;
+		de = readdir(dir);
+		if (!de)
+			break;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		len = strlen(de->d_name);
+		e = g_malloc(sizeof(*e) + len + 1);
+		e->type = de->d_type;
+		memcpy(e->name, de->d_name, len + 1);
+		g_ptr_array_add(out, e);
+	}
+	*err = -errno;
+	closedir(dir);
+	if (*err) {
+		g_ptr_array_unref(out);
+		return NULL;
+	}
+	if (sorted)
+		g_ptr_array_sort(out, entry_cmp);
+	return out;
+}
+
+char *kvt_dir_path_below(struct kvt_dir *d, struct kvt_dir *base)
+{
+	char link[64], path[PATH_MAX], top[PATH_MAX];
+	ssize_t n, m;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", d->fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", base->fd);
+	m = readlink(link, top, sizeof(top) - 1);
+	if (n < 0 || m < 0)
+		return NULL;
+	path[n] = top[m] = '\0';
+	if (strncmp(path, top, m) || (path[m] != '/' && path[m] != '\0'))
+		return NULL;
+	return g_strdup(path[m] ? path + m + 1 : "");
+}

@@ -1,0 +1,107 @@
+/* The one door to LOWERDIR.
+ *
+ * Every lower path goes through here, as a held directory (struct
+ * kvt_dir) and one name in it.  A name is one path component: never
+ * empty, ".", ".." or containing '/'.  Nothing is reached through a
+ * symbolic link: names are opened with O_NOFOLLOW, paths of several
+ * components with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) (one
+ * O_NOFOLLOW component at a time where openat2 is missing), and where a
+ * regular file is expected anything else is refused, without blocking on
+ * a FIFO.  So whatever a hostile or damaged lower directory holds, nothing
+ * outside LOWERDIR is read, written or removed.
+ *
+ * Errors are -errno; -EBADMSG means "there, but not a regular file" where
+ * one was expected. */
+#pragma once
+#include <glib.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* A lower directory held open, shared by reference. */
+typedef struct kvt_dir {
+	gint refs;
+	int fd;
+	dev_t dev;
+	ino_t ino;
+} kvt_dir;
+
+struct kvt_dir *kvt_dir_ref(struct kvt_dir *d);
+void kvt_dir_unref(struct kvt_dir *d);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(kvt_dir, kvt_dir_unref)
+
+/* An fd closed when it goes out of scope. */
+static inline void kvt_close_fdp(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+}
+#define kvt_autofd __attribute__((cleanup(kvt_close_fdp))) int
+
+/* A name that is one path component. */
+bool kvt_name_ok(const char *name);
+
+/* LOWERDIR itself, as the user named it. */
+int kvt_dir_open_root(const char *path, struct kvt_dir **out);
+/* @relpath (one or more components) beneath @at. */
+int kvt_dir_open(struct kvt_dir *at, const char *relpath, struct kvt_dir **out);
+
+/* @name in @d, or @d itself when @name is NULL. */
+int kvt_dir_stat(struct kvt_dir *d, const char *name, struct stat *st);
+/* Opens the regular file @name (flags as open(2), O_CREAT allowed);
+ * @st (may be NULL) gets its metadata. */
+int kvt_dir_open_file(struct kvt_dir *d, const char *name, int flags, mode_t mode,
+		      struct stat *st);
+int kvt_dir_mkdir(struct kvt_dir *d, const char *name, mode_t mode);
+int kvt_dir_rmdir(struct kvt_dir *d, const char *name);
+int kvt_dir_unlink(struct kvt_dir *d, const char *name);
+/* A hard link; symbolic links are linked as what they are, never followed. */
+int kvt_dir_link(struct kvt_dir *from, const char *fname, struct kvt_dir *to,
+		 const char *tname);
+/* renameat2(2) with @flags (RENAME_NOREPLACE, RENAME_EXCHANGE). */
+int kvt_dir_rename(struct kvt_dir *from, const char *fname, struct kvt_dir *to,
+		   const char *tname, unsigned int flags);
+
+/* Metadata of @name (a regular file) or of @d itself (@name NULL).
+ * Which fields: KVT_SET_* bits. */
+enum {
+	KVT_SET_MODE = 1 << 0,
+	KVT_SET_UID = 1 << 1,
+	KVT_SET_GID = 1 << 2,
+	KVT_SET_TIMES = 1 << 3, /* ts[0] atime, ts[1] mtime; UTIME_OMIT allowed */
+};
+int kvt_dir_setattr(struct kvt_dir *d, const char *name, unsigned int which,
+		    mode_t mode, uid_t uid, gid_t gid, const struct timespec ts[2]);
+
+/* Flushes the directory's entries to stable storage. */
+int kvt_dir_sync(struct kvt_dir *d);
+/* Flushes @d and every directory above it up to @top, @top included:
+ * the entries on the path to a name. */
+int kvt_dir_sync_up(struct kvt_dir *d, struct kvt_dir *top);
+int kvt_dir_statvfs(struct kvt_dir *d, struct statvfs *sv);
+/* access(2) for the daemon's own identity: W_OK etc. */
+int kvt_dir_access(struct kvt_dir *d, const char *name, int mode);
+
+/* Extended attributes of the directory @d itself. */
+ssize_t kvt_dir_getxattr(struct kvt_dir *d, const char *name, void *buf, size_t size);
+int kvt_dir_setxattr(struct kvt_dir *d, const char *name, const void *value,
+		     size_t size, int flags);
+ssize_t kvt_dir_listxattr(struct kvt_dir *d, char *buf, size_t size);
+int kvt_dir_removexattr(struct kvt_dir *d, const char *name);
+
+/* One entry of a listing: DT_* type (DT_UNKNOWN where the file system
+ * does not say) and name. */
+struct kvt_dirent {
+	unsigned char type;
+	char name[];
+};
+/* The entries of @d but "." and "..", in directory order (@sorted:
+ * by name); NULL with *@err set on failure.  The listing is read through
+ * a file description of its own, so @d may be used meanwhile. */
+GPtrArray *kvt_dir_list(struct kvt_dir *d, bool sorted, int *err);
+
+/* The path of @d below @base ("" for @base itself; NULL when @d is not
+ * under it any more), for messages. */
+char *kvt_dir_path_below(struct kvt_dir *d, struct kvt_dir *base);

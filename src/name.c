@@ -1,0 +1,256 @@
+/* Name records under names/ (name.h). */
+#include "name.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io.h"
+#include "object.h"
+#include "store-int.h"
+
+static int read_record_fd(int fd, const struct stat *st, struct kvt_record *rec)
+{
+	g_autofree char *buf = NULL;
+	ssize_t n;
+
+	if (st->st_size > KVT_RECORD_MAX)
+		return -EBADMSG;
+	buf = g_malloc(st->st_size + 1);
+	n = kvt_pread_full(fd, buf, st->st_size, 0);
+	if (n < 0)
+		return n;
+	return kvt_record_parse(buf, n, rec);
+}
+
+int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
+		  struct stat *st)
+{
+	struct stat own;
+	kvt_autofd fd = kvt_dir_open_file(d, name, O_RDONLY, 0, st ? st : &own);
+
+	kvt_record_init(rec);
+	if (fd < 0)
+		return fd;
+	return read_record_fd(fd, st ? st : &own, rec);
+}
+
+/* Writes @rec to a new file in staging; its name in *@name_out. */
+static int write_stage_record(struct kvt_store *s, const struct kvt_record *rec,
+			      const struct kvt_meta *meta, char **name_out)
+{
+	g_autoptr(GString) body = kvt_record_encode(rec);
+	struct timespec ts[2] = { meta->atime, meta->mtime };
+	g_autofree char *name = NULL;
+	kvt_autofd fd = -1;
+	int ret = 0;
+
+	for (;;) {
+		g_free(name);
+		name = kvt_store_stage_name(s, 'n');
+		fd = kvt_dir_open_file(s->stage, name, O_WRONLY | O_CREAT | O_EXCL,
+				       meta->mode & 07777, NULL);
+		if (fd != -EEXIST)
+			break;
+	}
+	if (fd < 0)
+		return fd;
+	if (write(fd, body->str, body->len) != (ssize_t)body->len)
+		ret = errno ? -errno : -ENOSPC;
+	else if (fchmod(fd, meta->mode & 07777) || fchown(fd, meta->uid, meta->gid))
+		ret = -errno;
+	else if (meta->set_times && futimens(fd, ts))
+		ret = -errno;
+	if (ret < 0) {
+		kvt_dir_unlink(s->stage, name);
+		return ret;
+	}
+	*name_out = g_steal_pointer(&name);
+	return 0;
+}
+
+/* Reads and removes the record that a rename brought into staging. */
+static void take_staged(struct kvt_store *s, const char *tmp, struct kvt_record *old)
+{
+	if (kvt_name_read(s->stage, tmp, old, NULL) < 0)
+		kvt_record_clear(old);
+	kvt_dir_unlink(s->stage, tmp);
+}
+
+int kvt_name_install(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		     const struct kvt_record *rec, const struct kvt_meta *meta,
+		     struct kvt_record *old)
+{
+	g_autofree char *tmp = NULL;
+	struct stat st;
+	int ret;
+
+	kvt_record_init(old);
+	ret = write_stage_record(s, rec, meta, &tmp);
+	if (ret < 0)
+		return ret;
+	for (int attempt = 0; attempt < 16; attempt++) {
+		ret = kvt_dir_rename(s->stage, tmp, d, name, RENAME_NOREPLACE);
+		if (ret == 0)
+			return 0;
+		if (ret == -EINVAL)
+			goto plain_rename;
+		if (ret != -EEXIST)
+			goto fail;
+		if (kvt_dir_stat(d, name, &st) == 0 && S_ISDIR(st.st_mode)) {
+			ret = -EISDIR;
+			goto fail;
+		}
+		/* Swap, so that exactly the record we replaced lands in our
+		 * staging, even if another mount replaced it a moment ago. */
+		ret = kvt_dir_rename(s->stage, tmp, d, name, RENAME_EXCHANGE);
+		if (ret == 0) {
+			take_staged(s, tmp, old);
+			return 0;
+		}
+		if (ret == -EINVAL)
+			goto plain_rename;
+		if (ret != -ENOENT)
+			goto fail;
+	}
+	ret = -EAGAIN;
+fail:
+	kvt_dir_unlink(s->stage, tmp);
+	return ret;
+
+plain_rename:
+	/* File systems without renameat2 flags (NFS): best effort on which
+	 * record was replaced; a lost race leaves an object for fsck. */
+	if (kvt_name_read(d, name, old, &st) < 0)
+		kvt_record_clear(old);
+	ret = kvt_dir_rename(s->stage, tmp, d, name, 0);
+	if (ret < 0) {
+		kvt_record_clear(old);
+		kvt_dir_unlink(s->stage, tmp);
+	}
+	return ret;
+}
+
+int kvt_name_take(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		  struct kvt_record *old)
+{
+	g_autofree char *tmp = kvt_store_stage_name(s, 'x');
+	int ret;
+
+	kvt_record_init(old);
+	/* Moving the record into our staging is the one atomic step that
+	 * removes the name; what it pointed at is then ours. */
+	ret = kvt_dir_rename(d, name, s->stage, tmp, 0);
+	if (ret == 0)
+		take_staged(s, tmp, old);
+	return ret;
+}
+
+int kvt_name_remove(struct kvt_store *s, struct kvt_dir *d, const char *name)
+{
+	struct kvt_record old;
+	int ret = kvt_name_take(s, d, name, &old);
+
+	if (ret == 0 && old.ref[0])
+		kvt_object_release(s, &old);
+	kvt_record_clear(&old);
+	return ret;
+}
+
+int kvt_name_rename(struct kvt_store *s, struct kvt_dir *from, const char *fname,
+		    struct kvt_dir *to, const char *tname, unsigned int flags,
+		    struct kvt_record *replaced)
+{
+	struct stat sst, dst;
+	int ret;
+
+	kvt_record_init(replaced);
+	ret = kvt_dir_stat(from, fname, &sst);
+	if (ret < 0)
+		return ret;
+	/* Directories, and swaps, are the lower rename's own business: it
+	 * answers ENOTEMPTY, EISDIR, ENOTDIR as rename(2) does. */
+	if (S_ISDIR(sst.st_mode) || (flags & RENAME_EXCHANGE))
+		return kvt_dir_rename(from, fname, to, tname, flags);
+	for (int attempt = 0; attempt < 16; attempt++) {
+		ret = kvt_dir_rename(from, fname, to, tname, RENAME_NOREPLACE);
+		if (ret != -EEXIST)
+			break;
+		if (flags & RENAME_NOREPLACE)
+			return ret;
+		ret = kvt_dir_stat(to, tname, &dst);
+		if (ret == -ENOENT)
+			continue;
+		if (ret < 0)
+			return ret;
+		if (dst.st_ino == sst.st_ino && dst.st_dev == sst.st_dev)
+			return 0; /* the same file: nothing to do */
+		if (S_ISDIR(dst.st_mode))
+			return -EISDIR;
+		/* Swap, then take what was at the destination off the
+		 * source name: exactly the record that was replaced. */
+		ret = kvt_dir_rename(from, fname, to, tname, RENAME_EXCHANGE);
+		if (ret == 0) {
+			ret = kvt_name_take(s, from, fname, replaced);
+			if (ret < 0)
+				g_warning("rename: the replaced record stays at its old name: %s",
+					  g_strerror(-ret));
+			return 0;
+		}
+		if (ret != -ENOENT)
+			break;
+	}
+	if (ret != -EINVAL)
+		return ret;
+	/* No renameat2 flags here (NFS): best effort on what was replaced. */
+	if (kvt_dir_stat(to, tname, &dst) == 0 && S_ISREG(dst.st_mode) &&
+	    kvt_name_read(to, tname, replaced, NULL) < 0)
+		kvt_record_clear(replaced);
+	ret = kvt_dir_rename(from, fname, to, tname, 0);
+	if (ret < 0)
+		kvt_record_clear(replaced);
+	return ret;
+}
+
+int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		   const struct kvt_record *rec)
+{
+	int removed = 0, ret = 0, obj;
+
+	if (name) {
+		g_autofree char *tmp = kvt_store_stage_name(s, 'p');
+		struct kvt_record now;
+
+		/* Taking the record into our staging is the atomic step; if
+		 * another mount had meanwhile put a new version there, it
+		 * goes back. */
+		ret = kvt_dir_rename(d, name, s->stage, tmp, 0);
+		if (ret == -ENOENT) {
+			ret = 0;
+		} else if (ret == 0 && rec && kvt_name_read(s->stage, tmp, &now, NULL) == 0) {
+			bool other = strcmp(now.ref, rec->ref) != 0;
+
+			if (!other ||
+			    kvt_dir_rename(s->stage, tmp, d, name, RENAME_NOREPLACE) < 0) {
+				if (other) /* superseded again meanwhile */
+					kvt_object_release(s, &now);
+				kvt_dir_unlink(s->stage, tmp);
+			}
+			removed |= !other;
+			kvt_record_clear(&now);
+		} else if (ret == 0) {
+			kvt_dir_unlink(s->stage, tmp);
+			removed = 1;
+		}
+	}
+	if (!rec)
+		return ret < 0 ? ret : removed;
+	obj = kvt_object_purge(s, rec);
+	if (obj < 0 && !ret)
+		ret = obj;
+	if (obj > 0)
+		removed = 1;
+	return ret < 0 ? ret : removed;
+}

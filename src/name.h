@@ -1,0 +1,57 @@
+/* Name records under names/: what a visible file name points to.
+ *
+ * Every change of a name is one atomic step on the lower directory: a
+ * record written in this mount's staging area and renamed onto the name,
+ * or a record renamed off the name into the staging area, where it is
+ * read to learn which object it held and then removed.  The record a step
+ * replaced or removed is exactly the one that was there (RENAME_EXCHANGE),
+ * even when another mount changed the name a moment before. */
+#pragma once
+#include <stdbool.h>
+#include <sys/stat.h>
+
+#include "lower.h"
+#include "record.h"
+
+struct kvt_store;
+
+/* Metadata given to a record file when it is written. */
+struct kvt_meta {
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	bool set_times;
+	struct timespec atime, mtime;
+};
+
+/* Reads the record @d/@name; @st gets the record file's metadata.
+ * -EBADMSG for a record that does not parse or is not a regular file. */
+int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
+		  struct stat *st);
+
+/* Atomically puts @rec at @d/@name.  A record it replaced is returned in
+ * @old (old->ref[0] != 0), whose object the caller releases or keeps. */
+int kvt_name_install(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		     const struct kvt_record *rec, const struct kvt_meta *meta,
+		     struct kvt_record *old);
+/* Atomically removes the record @d/@name, returned in @old (ref[0] == 0
+ * when it did not parse) for the caller to release. */
+int kvt_name_take(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		  struct kvt_record *old);
+/* Unlink: kvt_name_take, and its object released. */
+int kvt_name_remove(struct kvt_store *s, struct kvt_dir *d, const char *name);
+
+/* rename(2) of a published name or a directory, with @flags (0,
+ * RENAME_NOREPLACE, RENAME_EXCHANGE).  A directory follows rename(2)'s
+ * rules.  A record that a file replaced is returned in @replaced for the
+ * caller to release (or keep while someone may still open it). */
+int kvt_name_rename(struct kvt_store *s, struct kvt_dir *from, const char *fname,
+		    struct kvt_dir *to, const char *tname, unsigned int flags,
+		    struct kvt_record *replaced);
+
+/* Removes a torn name and its object.  The record @d/@name goes if it
+ * still names @rec's reference (or does not parse: then @rec is NULL);
+ * then @rec's object (kvt_object_purge).  @name may be NULL: the object
+ * alone.  1 when it removed something, 0 when another purge had already. */
+int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		   const struct kvt_record *rec);

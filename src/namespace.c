@@ -1,0 +1,378 @@
+/* The namespace: mkdir, rmdir, unlink, rename.  Each change is made on
+ * the lower directory first (name.h), then in the inode tree. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "forget.h"
+#include "name.h"
+#include "object.h"
+#include "ops.h"
+#include "resolve.h"
+#include "version.h"
+
+void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *p = kvt_inode_of(fs, parent);
+	g_autoptr(kvt_dir) pd = NULL;
+	struct kvt_note note = { 0 };
+	struct fuse_entry_param e;
+	int ret = kvt_inode_dir(fs, p, &pd);
+
+	if (ret == 0) {
+		kvt_inode_lock(p);
+		if (g_hash_table_lookup(p->children, name))
+			ret = -EEXIST;
+		else
+			ret = kvt_dir_mkdir(pd, name, mode & 07777);
+		kvt_inode_unlock(p);
+	}
+	if (ret == 0)
+		ret = kvt_do_lookup(fs, p, pd, name, &e, &note);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_entry(req, &e);
+	kvt_notify(fs, &note, false);
+}
+
+/* Two directories, in address order (caller holds the tree lock). */
+static void lock_two(struct kvt_inode *a, struct kvt_inode *b)
+{
+	if (a == b) {
+		kvt_inode_lock(a);
+	} else if (a < b) {
+		kvt_inode_lock(a);
+		kvt_inode_lock(b);
+	} else {
+		kvt_inode_lock(b);
+		kvt_inode_lock(a);
+	}
+}
+
+static void unlock_two(struct kvt_inode *a, struct kvt_inode *b)
+{
+	kvt_inode_unlock(a);
+	if (a != b)
+		kvt_inode_unlock(b);
+}
+
+/* A file of @dir exists only in memory (caller holds dir->lock). */
+static bool has_local_files(struct kvt_inode *dir)
+{
+	GHashTableIter it;
+	gpointer k, v;
+
+	g_hash_table_iter_init(&it, dir->children);
+	while (g_hash_table_iter_next(&it, &k, &v))
+		if (kvt_inode_is_local(v))
+			return true;
+	return false;
+}
+
+void kvt_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *p = kvt_inode_of(fs, parent), *child;
+	g_autoptr(kvt_dir) pd = NULL;
+	int ret = kvt_inode_dir(fs, p, &pd);
+
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	kvt_inode_lock(p);
+	child = g_hash_table_lookup(p->children, name);
+	if (child && child->is_dir)
+		kvt_inode_ref(child);
+	else
+		child = NULL;
+	kvt_inode_unlock(p);
+
+	kvt_tree_lock(fs);
+	lock_two(p, child ? child : p);
+	/* Files being written in it exist in memory only: the lower
+	 * directory may be empty while the directory is not. */
+	if (child && g_hash_table_lookup(p->children, name) == child && has_local_files(child))
+		ret = -ENOTEMPTY;
+	else
+		ret = kvt_dir_rmdir(pd, name);
+	if (ret == 0 && child && g_hash_table_lookup(p->children, name) == child) {
+		kvt_inode_detach(child);
+		kvt_dircache_drop(fs->dirs, child->serial);
+	}
+	unlock_two(p, child ? child : p);
+	kvt_tree_unlock(fs);
+	if (child)
+		kvt_inode_unref(fs, child);
+	fuse_reply_err(req, -ret);
+}
+
+/* Drops the version @ino was writing (its name went); true when the
+ * caller must drop the inode's pending reference, once it holds no lock. */
+static bool drop_version(struct kvt_inode *ino)
+{
+	struct kvt_stage *st;
+
+	kvt_inode_lock(ino);
+	st = g_steal_pointer(&ino->stage);
+	kvt_inode_unlock(ino);
+	kvt_stage_unref(st);
+	return st != NULL;
+}
+
+void kvt_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *p = kvt_inode_of(fs, parent), *child;
+	g_autoptr(kvt_dir) pd = NULL;
+	bool local = false, drop = false;
+	struct stat st;
+	int ret = kvt_inode_dir(fs, p, &pd);
+
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	kvt_inode_lock(p);
+	child = g_hash_table_lookup(p->children, name);
+	if (child)
+		local = kvt_inode_is_local(child);
+	ret = kvt_dir_stat(pd, name, &st);
+	if (ret == 0) {
+		ret = S_ISDIR(st.st_mode) ? -EISDIR : kvt_name_remove(fs->store, pd, name);
+		if (ret == 0)
+			kvt_stat_add(&fs->stats, KVT_STAT_evictions, 1);
+	} else if (local) {
+		ret = 0;
+	}
+	if (ret == 0 && child) {
+		kvt_inode_detach(child);
+		drop = drop_version(child);
+	}
+	kvt_inode_unlock(p);
+	if (drop)
+		kvt_inode_unref(fs, child);
+	fuse_reply_err(req, -ret);
+}
+
+/* Moves @ino to @np/@name in the tables (caller holds the tree lock and
+ * both directories' locks).  The old parent's reference is the caller's
+ * to drop, unlocked. */
+static void move_child(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_inode *np,
+		       const char *name)
+{
+	struct kvt_inode *op = ino->parent;
+
+	if (g_hash_table_lookup(op->children, ino->name) == ino)
+		g_hash_table_remove(op->children, ino->name);
+	g_free(ino->name);
+	ino->name = g_strdup(name);
+	ino->parent = np;
+	g_hash_table_replace(np->children, ino->name, ino);
+	kvt_inode_ref(np);
+	kvt_lru_rename(fs, ino, np, name);
+}
+
+/* RENAME_EXCHANGE in the tables. */
+static void swap_children(struct kvt_fs *fs, struct kvt_inode *a, struct kvt_inode *b)
+{
+	char *aname = a->name;
+	struct kvt_inode *ap = a->parent;
+
+	a->name = b->name;
+	a->parent = b->parent;
+	b->name = aname;
+	b->parent = ap;
+	g_hash_table_replace(a->parent->children, a->name, a);
+	g_hash_table_replace(b->parent->children, b->name, b);
+	kvt_lru_rename(fs, a, a->parent, a->name);
+	kvt_lru_rename(fs, b, b->parent, b->name);
+}
+
+struct rename {
+	struct kvt_inode *p, *np, *src, *dst;
+	struct kvt_dir *pd, *npd;
+	const char *name, *newname;
+	unsigned int flags;
+	struct kvt_stage *st;       /* the version the rename publishes */
+	struct kvt_published pub;
+	bool published;
+	struct kvt_record replaced; /* what was at the new name */
+};
+
+/* The lower half of a rename (caller holds the tree lock and both
+ * directories' locks). */
+static int rename_lower(struct kvt_fs *fs, struct rename *r)
+{
+	struct stat sst, dst_st;
+	bool src_lower = kvt_dir_stat(r->pd, r->name, &sst) == 0;
+	bool dst_lower = kvt_dir_stat(r->npd, r->newname, &dst_st) == 0;
+	bool src_local = r->src && kvt_inode_is_local(r->src);
+	bool dst_local = r->dst && kvt_inode_is_local(r->dst);
+	int ret = 1;
+
+	if (!src_lower && !src_local && !r->st)
+		return -ENOENT;
+	if ((r->flags & RENAME_NOREPLACE) && (dst_lower || dst_local))
+		return -EEXIST;
+	if (r->flags & RENAME_EXCHANGE) {
+		if (!src_lower || !dst_lower)
+			return -EINVAL; /* unpublished files have no lower entry */
+		return kvt_dir_rename(r->pd, r->name, r->npd, r->newname, RENAME_EXCHANGE);
+	}
+	if (r->st) {
+		/* Renaming a finished temp file to its final name is the
+		 * moment of publication. */
+		struct kvt_meta meta;
+		g_autoptr(GHashTable) xattrs = NULL;
+
+		kvt_inode_lock(r->src);
+		meta = kvt_inode_meta(r->src, false);
+		if (r->src->rec.xattrs)
+			xattrs = kvt_xattrs_dup(r->src->rec.xattrs);
+		kvt_inode_unlock(r->src);
+		ret = kvt_store_publish(fs->store, r->st, r->npd, r->newname, &meta, xattrs,
+					KVT_PUBLISH_KEEP_REPLACED, &r->pub);
+		if (ret < 0)
+			return ret;
+		if (ret == 0) {
+			r->published = true;
+			r->replaced = r->pub.replaced;
+			kvt_record_init(&r->pub.replaced);
+			/* An older published version under the old name goes. */
+			if (src_lower)
+				kvt_name_remove(fs->store, r->pd, r->name);
+			return 0;
+		}
+		/* 1: a flush published it meanwhile; a rename of what is
+		 * published now. */
+	}
+	if (src_lower)
+		return kvt_name_rename(fs->store, r->pd, r->name, r->npd, r->newname, 0,
+				       &r->replaced);
+	if (dst_lower) {
+		/* An unpublished file renamed over a published name (a temp
+		 * name): the old record goes. */
+		if (S_ISDIR(dst_st.st_mode))
+			return -EISDIR;
+		return kvt_name_take(fs->store, r->npd, r->newname, &r->replaced);
+	}
+	return 0;
+}
+
+/* The inode tree follows the lower rename (same locks).  Returns the
+ * inode whose reference the caller drops, unlocked. */
+static struct kvt_inode *rename_tree(struct kvt_fs *fs, struct rename *r,
+				     struct kvt_inode **unref_dst)
+{
+	struct kvt_inode *unref_parent = NULL;
+
+	if (r->flags & RENAME_EXCHANGE) {
+		if (r->src && r->dst) {
+			swap_children(fs, r->src, r->dst);
+		} else {
+			if (r->src)
+				kvt_inode_detach(r->src);
+			if (r->dst)
+				kvt_inode_detach(r->dst);
+		}
+		return NULL;
+	}
+	if (r->dst && r->dst != r->src) {
+		kvt_inode_detach(r->dst);
+		*unref_dst = r->dst;
+		kvt_inode_lock(r->dst);
+		/* A process that resolved the old name before the rename may
+		 * still open it: its object goes when the kernel forgets the
+		 * inode, not now. */
+		if (r->dst->has_record && r->replaced.ref[0] &&
+		    !strcmp(r->dst->rec.ref, r->replaced.ref)) {
+			r->dst->release_on_free = true;
+			kvt_record_clear(&r->replaced);
+		}
+		kvt_inode_unlock(r->dst);
+	}
+	if (r->src) {
+		unref_parent = r->src->parent;
+		move_child(fs, r->src, r->np, r->newname);
+	}
+	return unref_parent;
+}
+
+void kvt_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		   fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct rename r = {
+		.p = kvt_inode_of(fs, parent), .np = kvt_inode_of(fs, newparent),
+		.name = name, .newname = newname, .flags = flags,
+	};
+	struct kvt_inode *unref_parent = NULL, *unref_dst = NULL;
+	bool drop = false;
+	int ret;
+
+	kvt_record_init(&r.replaced);
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (strlen(newname) > NAME_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	ret = kvt_inode_dir(fs, r.p, &r.pd);
+	if (ret == 0)
+		ret = kvt_inode_dir(fs, r.np, &r.npd);
+	if (ret < 0)
+		goto reply;
+	kvt_inode_lock(r.p);
+	r.src = g_hash_table_lookup(r.p->children, name);
+	if (r.src)
+		kvt_inode_ref(r.src);
+	kvt_inode_unlock(r.p);
+	if (r.src && !r.src->is_dir && !(flags & RENAME_EXCHANGE) &&
+	    !kvt_is_tmp_name(fs, newname)) {
+		kvt_inode_lock(r.src);
+		if (kvt_inode_pending(r.src))
+			r.st = kvt_stage_ref(r.src->stage);
+		kvt_inode_unlock(r.src);
+		/* Any hashing left is done before the locks are taken. */
+		ret = r.st ? kvt_stage_prepare(r.st) : 0;
+		if (ret < 0)
+			goto reply;
+	}
+
+	kvt_tree_lock(fs);
+	lock_two(r.p, r.np);
+	r.dst = g_hash_table_lookup(r.np->children, newname);
+	ret = rename_lower(fs, &r);
+	if (ret == 0)
+		unref_parent = rename_tree(fs, &r, &unref_dst);
+	if (r.published)
+		drop = kvt_version_published(fs, r.src, &r.pub, false);
+	unlock_two(r.p, r.np);
+	kvt_tree_unlock(fs);
+
+	if (r.st) {
+		kvt_version_wake(r.src);
+		kvt_stage_unref(r.st);
+	}
+	if (drop)
+		kvt_inode_unref(fs, r.src);
+	if (r.replaced.ref[0])
+		kvt_object_release(fs->store, &r.replaced);
+	if (unref_dst && drop_version(unref_dst))
+		kvt_inode_unref(fs, unref_dst);
+	if (unref_parent)
+		kvt_inode_unref(fs, unref_parent);
+reply:
+	kvt_published_clear(&r.pub);
+	kvt_record_clear(&r.replaced);
+	kvt_dir_unref(r.pd);
+	kvt_dir_unref(r.npd);
+	if (r.src)
+		kvt_inode_unref(fs, r.src);
+	fuse_reply_err(req, -ret);
+}

@@ -1,0 +1,217 @@
+/* Objects and their references (object.h). */
+#include "object.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store-int.h"
+
+void kvt_object_fanout(const kvt_hash *h, char out[3])
+{
+	g_snprintf(out, 3, "%02x", h->b[0]);
+}
+
+bool kvt_object_is_fanout(const char *name)
+{
+	return strlen(name) == 2 && g_ascii_isxdigit(name[0]) && g_ascii_isxdigit(name[1]) &&
+	       !g_ascii_isupper(name[0]) && !g_ascii_isupper(name[1]);
+}
+
+char *kvt_object_anchor_name(const kvt_hash *h)
+{
+	char hex[KVT_HASH_HEX_LEN + 1];
+
+	kvt_hash_hex(h, hex);
+	return g_strdup(hex);
+}
+
+char *kvt_object_ref_name(const struct kvt_record *rec)
+{
+	char hex[KVT_HASH_HEX_LEN + 1];
+
+	kvt_hash_hex(&rec->hash, hex);
+	return g_strdup_printf("%s.%s", hex, rec->ref);
+}
+
+bool kvt_object_parse_name(const char *fanout, const char *name, kvt_hash *h,
+			   bool *is_ref)
+{
+	size_t len = strlen(name);
+
+	if (len < KVT_HASH_HEX_LEN || strncmp(name, fanout, 2) ||
+	    !kvt_hash_parse(name, KVT_HASH_HEX_LEN, h))
+		return false;
+	if (len == KVT_HASH_HEX_LEN) {
+		*is_ref = false;
+		return true;
+	}
+	*is_ref = true;
+	return name[KVT_HASH_HEX_LEN] == '.' && len > KVT_HASH_HEX_LEN + 1 &&
+	       len - KVT_HASH_HEX_LEN - 1 < KVT_REF_MAX;
+}
+
+/* objects/<ab> for @h, opened (and with @create made) as first used. */
+static int fanout_dir(struct kvt_store *s, const kvt_hash *h, bool create,
+		      struct kvt_dir **out)
+{
+	char name[3];
+	struct kvt_dir **slot = &s->fanout[h->b[0]];
+	int ret = 0;
+
+	kvt_object_fanout(h, name);
+	g_mutex_lock(&s->fanout_lock);
+	if (!*slot) {
+		ret = kvt_dir_open(s->layout.objects, name, slot);
+		if (ret == -ENOENT && create) {
+			ret = kvt_dir_mkdir(s->layout.objects, name, 0755);
+			if (ret == 0 || ret == -EEXIST)
+				ret = kvt_dir_open(s->layout.objects, name, slot);
+		}
+	}
+	if (ret == 0)
+		*out = kvt_dir_ref(*slot);
+	g_mutex_unlock(&s->fanout_lock);
+	return ret;
+}
+
+char *kvt_object_path(const struct kvt_record *rec)
+{
+	g_autofree char *ref = kvt_object_ref_name(rec);
+
+	return g_strdup_printf("objects/%.2s/%s", ref, ref);
+}
+
+int kvt_object_open(struct kvt_store *s, const struct kvt_record *rec, int flags,
+		    struct stat *st)
+{
+	g_autoptr(kvt_dir) fan = NULL;
+	g_autofree char *ref = kvt_object_ref_name(rec);
+	int ret = fanout_dir(s, &rec->hash, false, &fan);
+
+	return ret < 0 ? ret : kvt_dir_open_file(fan, ref, flags, 0, st);
+}
+
+int kvt_object_stat(struct kvt_store *s, const struct kvt_record *rec, struct stat *st)
+{
+	g_autoptr(kvt_dir) fan = NULL;
+	g_autofree char *ref = kvt_object_ref_name(rec);
+	int ret = fanout_dir(s, &rec->hash, false, &fan);
+
+	if (ret == 0)
+		ret = kvt_dir_stat(fan, ref, st);
+	if (ret == 0 && !S_ISREG(st->st_mode))
+		ret = -EBADMSG;
+	return ret;
+}
+
+int kvt_object_release(struct kvt_store *s, const struct kvt_record *rec)
+{
+	g_autoptr(kvt_dir) fan = NULL;
+	g_autofree char *ref = kvt_object_ref_name(rec);
+	g_autofree char *anchor = kvt_object_anchor_name(&rec->hash);
+	struct stat st;
+	int ret = fanout_dir(s, &rec->hash, false, &fan);
+
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
+	ret = kvt_dir_unlink(fan, ref);
+	/* Only the anchor left: nobody uses these bytes.  A mount that links
+	 * to the anchor after this check holds its own reference. */
+	if (kvt_dir_stat(fan, anchor, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1)
+		kvt_dir_unlink(fan, anchor);
+	return ret == -ENOENT ? 0 : ret;
+}
+
+int kvt_object_purge(struct kvt_store *s, const struct kvt_record *rec)
+{
+	g_autoptr(kvt_dir) fan = NULL;
+	g_autofree char *ref = kvt_object_ref_name(rec);
+	g_autofree char *anchor = kvt_object_anchor_name(&rec->hash);
+	struct stat rst, ast;
+	int removed = 0, ret = fanout_dir(s, &rec->hash, false, &fan);
+
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
+	ret = kvt_dir_stat(fan, ref, &rst);
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
+	ret = kvt_dir_unlink(fan, ref);
+	if (ret == 0)
+		removed = 1;
+	else if (ret != -ENOENT)
+		return ret;
+	if (kvt_dir_stat(fan, anchor, &ast) == 0 && ast.st_ino == rst.st_ino &&
+	    ast.st_dev == rst.st_dev)
+		kvt_dir_unlink(fan, anchor);
+	return removed;
+}
+
+int kvt_object_make(struct kvt_store *s, const char *stage_name, uint64_t size,
+		    const kvt_hash *hash, struct kvt_record *rec, bool *dedup)
+{
+	g_autoptr(kvt_dir) fan = NULL;
+	g_autofree char *anchor = kvt_object_anchor_name(hash);
+	g_autofree char *ref = NULL;
+	struct stat st;
+	int ret;
+
+	rec->hash = *hash;
+	rec->size = size;
+	kvt_store_new_ref(s, rec->ref);
+	ref = kvt_object_ref_name(rec);
+	*dedup = false;
+	ret = fanout_dir(s, hash, true, &fan);
+	if (ret < 0)
+		return ret;
+
+	/* Same content already stored: share its inode. */
+	ret = kvt_dir_link(fan, anchor, fan, ref);
+	if (ret == 0) {
+		if (kvt_dir_stat(fan, ref, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (uint64_t)st.st_size == size) {
+			kvt_store_count(s, KVT_STAT_dedups, 1);
+			*dedup = true;
+			return 0;
+		}
+		/* Same hash, other size (or not a file): the anchor is torn,
+		 * or a collision; never share it. */
+		kvt_dir_unlink(fan, ref);
+		kvt_dir_unlink(fan, anchor);
+	} else if (ret != -ENOENT && ret != -EMLINK) {
+		/* EMLINK: the shared inode has all the links its file system
+		 * allows (65000 on ext4); these bytes get an object of their
+		 * own. */
+		return ret;
+	}
+
+	/* A link, not a rename: until a record names the object, the staged
+	 * file is still the version's, and a failed record install leaves
+	 * it to be published again. */
+	ret = kvt_dir_link(s->stage, stage_name, fan, ref);
+	if (ret < 0)
+		return ret;
+	kvt_store_count(s, KVT_STAT_objects, 1);
+	kvt_store_count(s, KVT_STAT_bytes_stored, size);
+	/* Another mount may have made the anchor meanwhile: then these bytes
+	 * simply are not shared. */
+	ret = kvt_dir_link(fan, ref, fan, anchor);
+	if (ret < 0 && ret != -EEXIST)
+		g_debug("anchor objects/%02x/%s: %s", hash->b[0], anchor, g_strerror(-ret));
+	return 0;
+}
+
+int kvt_object_sync(struct kvt_store *s, const struct kvt_record *rec)
+{
+	g_autoptr(kvt_dir) fan = NULL;
+	kvt_autofd fd = kvt_object_open(s, rec, O_RDONLY, NULL);
+	int ret;
+
+	if (fd < 0)
+		return fd;
+	if (fdatasync(fd))
+		return -errno;
+	ret = fanout_dir(s, &rec->hash, false, &fan);
+	return ret < 0 ? ret : kvt_dir_sync(fan);
+}

@@ -1,0 +1,141 @@
+/* The publication transaction (publish.h).
+ *
+ * Steps, each one atomic operation on the lower directory:
+ *   1. the version's bytes are in staging/<id>/d.<n> (stage.h); sealing it
+ *      stops its writers and fixes its hash;
+ *   2. object: a link anchor -> new reference (the same bytes are stored
+ *      already: dedup), or links staged file -> reference -> anchor;
+ *   3. name: the record, written to staging/<id>/n.<n>, is renamed onto
+ *      the name (RENAME_NOREPLACE, or RENAME_EXCHANGE to learn exactly
+ *      which record it replaced);
+ *   4. the staged file goes, and the replaced record's reference.
+ * If 3 fails (ENOSPC for the record), the reference of 2 goes again and
+ * the version is open again with its bytes intact: the rename or close
+ * that asked fails, and a retry publishes the same bytes.
+ *
+ * Crash analysis (kill -9 of the daemon; the page cache survives):
+ *   - before 3: the name is untouched (absent, or the old record); the
+ *     staged file and, after 2, an unreferenced object remain.  The next
+ *     mount removes the dead staging directory; the object is an orphan
+ *     for kvtierfs-fsck --repair.
+ *   - after 3: the name is the new record and points at a complete
+ *     object; at worst the replaced record's object is left unreferenced.
+ *   No step ever leaves a name pointing at a partial object.
+ *
+ * Durability.  By default nothing is synced: the clients of a KV-cache
+ * tier never call fsync, and a block lost at a power cut is recomputed,
+ * while a sync per block would cost the store its speed.  So after a power
+ * cut a record may survive while its object's bytes do not: the size check
+ * at resolve and the hash check before serving catch that, and the name
+ * vanishes instead of serving torn bytes.  The store's own skeleton (its
+ * marker and areas) is synced when it is created (layout.c).
+ * A client's fsync or fdatasync of a file asks for more: when it returns,
+ * the name must survive a power cut with its bytes.  kvt_store_sync_name
+ * then syncs, in order, the object's bytes and its fan-out directory (the
+ * reference and anchor links), the record file, and the record's directory
+ * and each one above it up to names/ (a directory made since the last
+ * sync holds the path to the name). */
+#include "publish.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "object.h"
+#include "store-int.h"
+
+void kvt_published_clear(struct kvt_published *p)
+{
+	kvt_record_clear(&p->rec);
+	kvt_record_clear(&p->replaced);
+	memset(p, 0, sizeof(*p));
+}
+
+/* The replaced record's object goes, unless it is the one just
+ * published (a record rewritten in place) or the caller keeps it. */
+static void settle_replaced(struct kvt_store *s, struct kvt_record *old,
+			    const struct kvt_record *now, bool keep,
+			    struct kvt_record *kept)
+{
+	if (old->ref[0] && strcmp(old->ref, now->ref)) {
+		if (keep) {
+			*kept = *old;
+			kvt_record_init(old);
+			return;
+		}
+		kvt_object_release(s, old);
+	}
+	kvt_record_clear(old);
+}
+
+int kvt_store_publish(struct kvt_store *s, struct kvt_stage *st, struct kvt_dir *d,
+		      const char *name, const struct kvt_meta *meta, GHashTable *xattrs,
+		      unsigned int flags, struct kvt_published *out)
+{
+	struct kvt_record old;
+	uint64_t size;
+	kvt_hash hash;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	ret = kvt_stage_seal(st, &hash, &size);
+	if (ret != 0)
+		return ret;
+	ret = kvt_object_make(s, st->name, size, &hash, &out->rec, &out->dedup);
+	if (ret < 0)
+		goto reopen;
+	if (xattrs && g_hash_table_size(xattrs))
+		out->rec.xattrs = kvt_xattrs_dup(xattrs);
+	ret = kvt_name_install(s, d, name, &out->rec, meta, &old);
+	if (ret < 0) {
+		kvt_object_release(s, &out->rec);
+		goto reopen;
+	}
+	kvt_stage_set_published(st);
+	kvt_dir_unlink(s->stage, st->name);
+	settle_replaced(s, &old, &out->rec, flags & KVT_PUBLISH_KEEP_REPLACED,
+			&out->replaced);
+	if (kvt_dir_stat(d, name, &out->rec_st) < 0)
+		memset(&out->rec_st, 0, sizeof(out->rec_st));
+	if (kvt_object_stat(s, &out->rec, &out->obj_st) < 0)
+		memset(&out->obj_st, 0, sizeof(out->obj_st));
+	return 0;
+reopen:
+	kvt_stage_unseal(st);
+	kvt_published_clear(out);
+	return ret;
+}
+
+int kvt_store_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		      const struct kvt_record *rec, const struct kvt_meta *meta,
+		      struct stat *rec_st)
+{
+	struct kvt_record old;
+	int ret = kvt_name_install(s, d, name, rec, meta, &old);
+
+	if (ret < 0)
+		return ret;
+	/* Another mount's newer version, replaced by ours: release what it
+	 * pointed at. */
+	settle_replaced(s, &old, rec, false, NULL);
+	if (kvt_dir_stat(d, name, rec_st) < 0)
+		memset(rec_st, 0, sizeof(*rec_st));
+	return 0;
+}
+
+int kvt_store_sync_name(struct kvt_store *s, struct kvt_dir *d, const char *name,
+			const struct kvt_record *rec)
+{
+	kvt_autofd fd = -1;
+	int ret = kvt_object_sync(s, rec);
+
+	if (ret < 0)
+		return ret;
+	fd = kvt_dir_open_file(d, name, O_RDONLY, 0, NULL);
+	if (fd < 0)
+		return fd;
+	if (fsync(fd))
+		return -errno;
+	return kvt_dir_sync_up(d, s->layout.names);
+}

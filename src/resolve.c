@@ -1,0 +1,283 @@
+/* Name resolution, the size check at resolve, and attributes
+ * (resolve.h). */
+#include "resolve.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/statvfs.h>
+
+#include "forget.h"
+#include "name.h"
+#include "object.h"
+#include "ops.h"
+#include "purge.h"
+
+void kvt_file_attr(struct kvt_inode *ino, struct stat *st)
+{
+	*st = ino->meta;
+	st->st_ino = ino->serial;
+	st->st_nlink = 1;
+	if (!ino->has_record) {
+		st->st_size = ino->stage ? (off_t)kvt_stage_size(ino->stage) : 0;
+		st->st_blocks = (st->st_size + 511) / 512;
+	} else {
+		st->st_size = ino->rec.size;
+		st->st_blocks = ino->blocks;
+	}
+}
+
+int kvt_inode_attr(struct kvt_fs *fs, struct kvt_inode *ino, struct stat *st)
+{
+	if (ino->is_dir) {
+		g_autoptr(kvt_dir) d = NULL;
+		int ret = kvt_inode_dir(fs, ino, &d);
+
+		if (ret == 0)
+			ret = kvt_dir_stat(d, NULL, st);
+		st->st_ino = ino->serial;
+		return ret;
+	}
+	kvt_inode_lock(ino);
+	kvt_file_attr(ino, st);
+	kvt_inode_unlock(ino);
+	return 0;
+}
+
+void kvt_fill_entry(struct kvt_fs *fs, struct kvt_inode *ino, const struct stat *dir_st,
+		       struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = kvt_nodeid_of(fs, ino);
+	e->attr_timeout = fs->attr_timeout;
+	e->entry_timeout = fs->entry_timeout;
+	if (ino->is_dir) {
+		e->attr = *dir_st;
+		e->attr.st_ino = ino->serial;
+	} else {
+		kvt_inode_lock(ino);
+		kvt_file_attr(ino, &e->attr);
+		kvt_inode_unlock(ino);
+	}
+}
+
+void kvt_inode_take_record(struct kvt_inode *ino, struct kvt_record *rec,
+			   const struct stat *rst, const struct stat *ost)
+{
+	kvt_record_clear(&ino->rec);
+	ino->rec = *rec;
+	kvt_record_init(rec);
+	ino->has_record = true;
+	ino->meta = *rst;
+	ino->rec_ino = rst->st_ino;
+	ino->rec_ctime = rst->st_ctim;
+	ino->blocks = ost && ost->st_ino ? ost->st_blocks :
+		      (blkcnt_t)((ino->rec.size + 511) / 512);
+}
+
+void kvt_record_id(struct kvt_record *dst, const struct kvt_record *src)
+{
+	kvt_record_init(dst);
+	dst->hash = src->hash;
+	dst->size = src->size;
+	memcpy(dst->ref, src->ref, sizeof(dst->ref));
+}
+
+/* Resolves the published file @p/@name, whose record file @st describes,
+ * into *@childp (an inode already known for the name, or NULL): rereads the
+ * record if the lower one changed and checks its object's size.  A torn
+ * name is purged and answers ENOENT.  Caller holds p->lock. */
+static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir *pd,
+			       const char *name, struct stat *st,
+			       struct kvt_inode **childp, struct kvt_note *note)
+{
+	struct kvt_inode *child = *childp, *file = child && !child->is_dir ? child : NULL;
+	struct kvt_torn_info torn = { 0 };
+	struct kvt_record rec;
+	struct stat ost;
+	bool same = false;
+	int ret;
+
+	kvt_record_init(&rec);
+	if (file) {
+		kvt_inode_lock(file);
+		same = file->has_record && file->rec_ino == st->st_ino &&
+		       file->rec_ctime.tv_sec == st->st_ctim.tv_sec &&
+		       file->rec_ctime.tv_nsec == st->st_ctim.tv_nsec;
+		if (same)
+			kvt_record_id(&rec, &file->rec);
+		kvt_inode_unlock(file);
+	}
+	if (!same) {
+		ret = kvt_name_read(pd, name, &rec, st);
+		if (ret == -EBADMSG) {
+			torn.why = KVT_TORN_RECORD;
+			kvt_purge_locked(fs, p, pd, name, file, NULL, &torn, note);
+			return -ENOENT;
+		}
+		if (ret < 0)
+			return ret;
+	}
+	ret = kvt_object_stat(fs->store, &rec, &ost);
+	if (ret == -ENOENT || ret == -EBADMSG) {
+		torn.why = KVT_TORN_MISSING;
+	} else if (ret < 0) {
+		kvt_record_clear(&rec);
+		return ret;
+	} else if ((uint64_t)ost.st_size != rec.size) {
+		torn.why = KVT_TORN_SIZE;
+		torn.found_size = ost.st_size;
+	}
+	if (ret < 0 || (uint64_t)ost.st_size != rec.size) {
+		kvt_purge_locked(fs, p, pd, name, file, &rec, &torn, note);
+		kvt_record_clear(&rec);
+		return -ENOENT;
+	}
+	if (!file) {
+		if (child)
+			kvt_inode_detach(child);
+		file = kvt_inode_new_file(fs, p, name);
+		kvt_inode_attach(p, file);
+	}
+	kvt_inode_lock(file);
+	if (same)
+		file->blocks = ost.st_blocks;
+	else
+		kvt_inode_take_record(file, &rec, st, &ost);
+	kvt_inode_unlock(file);
+	kvt_record_clear(&rec);
+	*childp = file;
+	return 0;
+}
+
+int kvt_resolve_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_note *note)
+{
+	struct kvt_inode *p, *child = ino;
+	struct kvt_dir *pd;
+	struct stat st;
+	bool published;
+	int ret;
+
+	if (ino->is_dir)
+		return 0;
+	kvt_inode_lock(ino);
+	published = ino->has_record;
+	kvt_inode_unlock(ino);
+	if (!published)
+		return 0; /* pending: nothing on the lower disk to check yet */
+	p = kvt_lock_parent(fs, ino, &pd, &ret);
+	if (!p)
+		return ret;
+	ret = kvt_dir_stat(pd, ino->name, &st);
+	if (ret == -ENOENT) /* another mount removed it */
+		kvt_inode_detach(ino);
+	else if (ret == 0 && !S_ISREG(st.st_mode))
+		ret = -ENOENT;
+	else if (ret == 0)
+		ret = resolve_file_locked(fs, p, pd, ino->name, &st, &child, note);
+	kvt_inode_unlock(p);
+	kvt_dir_unref(pd);
+	return ret;
+}
+
+int kvt_do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir *pd,
+		  const char *name, struct fuse_entry_param *e, struct kvt_note *note)
+{
+	struct kvt_inode *child;
+	struct stat st = { 0 };
+	int ret = 0;
+
+	if (strlen(name) > NAME_MAX)
+		return -ENAMETOOLONG;
+	kvt_inode_lock(parent);
+	child = g_hash_table_lookup(parent->children, name);
+	if (child && kvt_inode_is_local(child))
+		goto found; /* being written here: not on the lower disk yet */
+	ret = kvt_dir_stat(pd, name, &st);
+	if (ret < 0) {
+		if (child)
+			kvt_inode_detach(child);
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (child && child->is_dir && child->lower_ino == st.st_ino &&
+		    child->dev == st.st_dev)
+			goto found;
+		if (child)
+			kvt_inode_detach(child);
+		child = kvt_inode_new_dir(fs, parent, name, &st);
+		kvt_inode_attach(parent, child);
+		goto found;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = -ENOENT; /* nothing kvtierfs wrote */
+		goto out;
+	}
+	ret = resolve_file_locked(fs, parent, pd, name, &st, &child, note);
+	if (ret < 0)
+		goto out;
+found:
+	kvt_count_lookup(fs, child);
+	kvt_fill_entry(fs, child, &st, e);
+out:
+	kvt_inode_unlock(parent);
+	return ret;
+}
+
+void kvt_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *p = kvt_inode_of(fs, parent);
+	struct kvt_note note = { 0 };
+	struct fuse_entry_param e;
+	g_autoptr(kvt_dir) pd = NULL;
+	int ret = kvt_inode_dir(fs, p, &pd);
+
+	if (ret == 0)
+		ret = kvt_do_lookup(fs, p, pd, name, &e, &note);
+	kvt_stat_add(&fs->stats, KVT_STAT_lookups, 1);
+	kvt_stat_add(&fs->stats, ret == 0 ? KVT_STAT_hits : KVT_STAT_misses, 1);
+	if (ret == -ENOENT && fs->negative_timeout > 0) {
+		/* A negative entry: repeated misses (a prefix that is not
+		 * stored) stay in the kernel.  Names created through this
+		 * mount replace it; another mount's stores show after the
+		 * timeout. */
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = fs->negative_timeout;
+		fuse_reply_entry(req, &e);
+	} else if (ret < 0) {
+		fuse_reply_err(req, -ret);
+	} else {
+		fuse_reply_entry(req, &e);
+	}
+	/* The ENOENT reply drops the dentry; the inode may be cached too. */
+	kvt_notify(fs, &note, false);
+}
+
+void kvt_op_getattr(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	struct kvt_note note = { 0 };
+	struct stat st;
+	int ret = kvt_resolve_inode(fs, ino, &note);
+
+	kvt_notify(fs, &note, true);
+	if (ret == 0)
+		ret = kvt_inode_attr(fs, ino, &st);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_attr(req, &st, fs->attr_timeout);
+}
+
+void kvt_op_statfs(fuse_req_t req, fuse_ino_t n)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct statvfs sv;
+	int ret = kvt_dir_statvfs(kvt_store_names(fs->store), &sv);
+
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_statfs(req, &sv);
+}

@@ -1,0 +1,259 @@
+/* Versions being written and their publication (version.h). */
+#include "version.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+
+#include "object.h"
+#include "resolve.h"
+
+struct kvt_meta kvt_inode_meta(const struct kvt_inode *ino, bool set_times)
+{
+	struct kvt_meta m = {
+		.mode = ino->meta.st_mode,
+		.uid = ino->meta.st_uid,
+		.gid = ino->meta.st_gid,
+		.set_times = set_times,
+		.atime = ino->meta.st_atim,
+		.mtime = ino->meta.st_mtim,
+	};
+	return m;
+}
+
+/* A new stage holding the published object's first @keep bytes
+ * (copy-on-write of a published file opened for writing). */
+static int new_version(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t keep,
+		       struct kvt_stage **out)
+{
+	struct kvt_verify_result res;
+	struct kvt_stage *st;
+	struct stat sst;
+	kvt_autofd src = -1;
+	int ret;
+
+	ret = kvt_stage_new(fs->store, &st);
+	if (ret < 0 || !keep || !ino->has_record) {
+		*out = ret < 0 ? NULL : st;
+		return ret;
+	}
+	src = kvt_object_open(fs->store, &ino->rec, O_RDONLY, &sst);
+	if (src < 0)
+		ret = src;
+	else if (kvt_verify_fd(fs->verifier, src, &sst, &ino->rec, fs->verify_always, &res) < 0)
+		/* A new version must not be built on torn bytes; the next
+		 * open for reading purges them. */
+		ret = -EIO;
+	else
+		ret = kvt_stage_fill(st, src, MIN(keep, ino->rec.size));
+	if (ret < 0) {
+		kvt_stage_unref(st);
+		return ret;
+	}
+	*out = st;
+	return 0;
+}
+
+int kvt_version_begin(struct kvt_fs *fs, struct kvt_inode *ino, bool trunc,
+		      bool *ref_inode, struct kvt_stage **out)
+{
+	struct kvt_stage *st;
+	int ret;
+
+	*ref_inode = false;
+	if (!trunc && kvt_inode_pending(ino)) {
+		*out = kvt_stage_ref(ino->stage);
+		return 0;
+	}
+	/* Being published right now: the next version starts from what that
+	 * publication ends with. */
+	if (!trunc && ino->stage)
+		return -EAGAIN;
+	ret = new_version(fs, ino, trunc ? 0 : UINT64_MAX, &st);
+	if (ret < 0)
+		return ret;
+	if (ino->has_record)
+		ino->rewritten = true;
+	if (ino->stage)
+		kvt_stage_unref(ino->stage);
+	else
+		*ref_inode = true;
+	ino->stage = st;
+	*out = kvt_stage_ref(st);
+	return 0;
+}
+
+int kvt_version_for_write(struct kvt_fs *fs, struct kvt_inode *ino,
+			  struct kvt_stage **wstage, struct kvt_stage **out)
+{
+	for (;;) {
+		struct kvt_stage *st = NULL;
+		bool ref_inode = false;
+		int ret = 0;
+
+		kvt_inode_lock(ino);
+		if (wstage && *wstage && kvt_stage_state(*wstage) == KVT_STAGE_OPEN)
+			st = kvt_stage_ref(*wstage);
+		else
+			while ((ret = kvt_version_begin(fs, ino, false, &ref_inode, &st)) == -EAGAIN)
+				g_cond_wait_until(&ino->published, &ino->lock,
+						  g_get_monotonic_time() + G_TIME_SPAN_SECOND);
+		if (ret == 0 && wstage && *wstage != st) {
+			kvt_stage_unref(*wstage);
+			*wstage = kvt_stage_ref(st);
+		}
+		kvt_inode_unlock(ino);
+		if (ref_inode)
+			kvt_inode_ref(ino);
+		if (ret < 0)
+			return ret;
+		kvt_lock_note(KVT_RANK_STAGE, &st->io);
+		g_rw_lock_reader_lock(&st->io);
+		if (kvt_stage_state(st) == KVT_STAGE_OPEN) {
+			*out = st;
+			return 0;
+		}
+		kvt_version_put(st);
+	}
+}
+
+void kvt_version_put(struct kvt_stage *st)
+{
+	g_rw_lock_reader_unlock(&st->io);
+	kvt_lock_unnote(&st->io);
+	kvt_stage_unref(st);
+}
+
+void kvt_version_wake(struct kvt_inode *ino)
+{
+	kvt_inode_lock(ino);
+	g_cond_broadcast(&ino->published);
+	kvt_inode_unlock(ino);
+}
+
+bool kvt_version_published(struct kvt_fs *fs, struct kvt_inode *ino,
+			   struct kvt_published *pub, bool in_place)
+{
+	struct stat rst;
+	bool drop = false;
+
+	kvt_stat_add(&fs->stats, KVT_STAT_stores, 1);
+	kvt_inode_lock(ino);
+	/* Written under its own name: the next version will be too, and its
+	 * writer moves the kernel's size under readers (see file.c). */
+	if (in_place)
+		ino->rewritten = true;
+	if (ino->stage && kvt_stage_state(ino->stage) == KVT_STAGE_PUBLISHED) {
+		g_clear_pointer(&ino->stage, kvt_stage_unref);
+		drop = true;
+	}
+	rst = pub->rec_st.st_ino ? pub->rec_st : ino->meta;
+	rst.st_mode = S_IFREG | (ino->meta.st_mode & 07777);
+	kvt_inode_take_record(ino, &pub->rec, &rst, &pub->obj_st);
+	kvt_inode_unlock(ino);
+	return drop;
+}
+
+/* Locks @ino's parent, unless @ino is gone or has a temp name (published
+ * by its rename only); *@ret says why not. */
+static struct kvt_inode *lock_parent_to_publish(struct kvt_fs *fs, struct kvt_inode *ino,
+						struct kvt_dir **pd, int *ret)
+{
+	struct kvt_inode *p = kvt_lock_parent(fs, ino, pd, ret);
+
+	if (p && kvt_is_tmp_name(fs, ino->name)) {
+		kvt_inode_unlock(p);
+		g_clear_pointer(pd, kvt_dir_unref);
+		return NULL;
+	}
+	return p;
+}
+
+int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_stage *st)
+{
+	g_autoptr(GHashTable) xattrs = NULL;
+	struct kvt_published pub;
+	struct kvt_inode *p;
+	struct kvt_dir *pd;
+	struct kvt_meta meta;
+	bool drop = false;
+	int ret;
+
+	p = lock_parent_to_publish(fs, ino, &pd, &ret);
+	if (!p)
+		return ret; /* unlinked while open, or a temp name: nothing */
+	kvt_inode_unlock(p);
+	kvt_dir_unref(pd);
+
+	kvt_inode_lock(ino);
+	st = st ? kvt_stage_ref(st) : ino->stage ? kvt_stage_ref(ino->stage) : NULL;
+	kvt_inode_unlock(ino);
+	if (!st)
+		return 0;
+	/* Any hashing left is done before the directory is locked. */
+	ret = kvt_stage_prepare(st);
+	p = ret < 0 ? NULL : lock_parent_to_publish(fs, ino, &pd, &ret);
+	if (!p) {
+		kvt_stage_unref(st);
+		return ret;
+	}
+	kvt_inode_lock(ino);
+	meta = kvt_inode_meta(ino, false);
+	if (ino->rec.xattrs)
+		xattrs = kvt_xattrs_dup(ino->rec.xattrs);
+	kvt_inode_unlock(ino);
+	ret = kvt_store_publish(fs->store, st, pd, ino->name, &meta, xattrs, 0, &pub);
+	if (ret == 0)
+		drop = kvt_version_published(fs, ino, &pub, true);
+	kvt_inode_unlock(p);
+	kvt_dir_unref(pd);
+	kvt_version_wake(ino);
+	kvt_stage_unref(st);
+	if (ret == 0) {
+		kvt_published_clear(&pub);
+		if (drop)
+			kvt_inode_unref(fs, ino);
+		/* The kernel's cached size may be another version's. */
+		if (fs->se)
+			fuse_lowlevel_notify_inval_inode(fs->se, kvt_nodeid_of(fs, ino), -1, 0);
+	}
+	return ret > 0 ? 0 : ret;
+}
+
+int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
+			 struct kvt_stage **wstage)
+{
+	struct kvt_stage *st = NULL;
+	bool publish, ref_inode = false;
+	int ret;
+
+	if (size == 0) {
+		/* O_TRUNC (see ops.c, init): a version of its own, from
+		 * nothing. */
+		kvt_inode_lock(ino);
+		ret = kvt_version_begin(fs, ino, true, &ref_inode, &st);
+		if (ret == 0 && wstage) {
+			kvt_stage_unref(*wstage);
+			*wstage = g_steal_pointer(&st);
+		}
+		kvt_inode_unlock(ino);
+		kvt_stage_unref(st);
+		if (ref_inode)
+			kvt_inode_ref(ino);
+		if (ret < 0)
+			return ret;
+	} else {
+		ret = kvt_version_for_write(fs, ino, wstage, &st);
+		if (ret < 0)
+			return ret;
+		ret = kvt_stage_truncate(st, size);
+		kvt_version_put(st);
+		if (ret < 0)
+			return ret;
+	}
+	kvt_inode_lock(ino);
+	publish = !wstage && ino->writers == 0;
+	kvt_inode_unlock(ino);
+	/* truncate(2) by path is a whole new version at once. */
+	return publish ? kvt_publish_in_place(fs, ino, NULL) : 0;
+}

@@ -1,0 +1,42 @@
+/* Versions of a file being written, and their publication.
+ *
+ * A writer writes a version of its own in a stage (stage.h): O_TRUNC
+ * starts one from nothing, so that two writers of one name (LMCache
+ * processes) never publish a mix of theirs; without it a writer joins the
+ * version pending, or starts one from the published bytes.  A version is
+ * published by the rename of its temp name (namespace.c), or at the first
+ * FLUSH or fsync of a file written under its own name, never at RELEASE:
+ * close() returns before RELEASE is even sent. */
+#pragma once
+#include "inode.h"
+#include "publish.h"
+
+/* The version a writer writes, referenced in *@out (caller holds
+ * ino->lock); -EAGAIN while the latest one is being published.
+ * *@ref_inode: the inode must take its pending reference (once no lock is
+ * held). */
+int kvt_version_begin(struct kvt_fs *fs, struct kvt_inode *ino, bool trunc,
+		      bool *ref_inode, struct kvt_stage **out);
+/* The stage a writer's request goes to, referenced and read-locked: the
+ * handle's version *@wstage (NULL: truncate by path, the inode's latest);
+ * once that was published, a new version from the published bytes. */
+int kvt_version_for_write(struct kvt_fs *fs, struct kvt_inode *ino,
+			  struct kvt_stage **wstage, struct kvt_stage **out);
+void kvt_version_put(struct kvt_stage *st);
+
+/* Publishes @st (NULL: the latest pending version) of a file written
+ * under its own name, unless the name is a temp name. */
+int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_stage *st);
+/* After kvt_store_publish put @pub at @ino's name: @ino shows it (caller
+ * holds the parent's lock).  True when the caller must drop the inode's
+ * pending reference, once it holds no lock. */
+bool kvt_version_published(struct kvt_fs *fs, struct kvt_inode *ino,
+			   struct kvt_published *pub, bool in_place);
+/* Wakes writers waiting for a publication of @ino to end. */
+void kvt_version_wake(struct kvt_inode *ino);
+/* A new size: truncate by path (@wstage NULL) or through a handle. */
+int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
+			 struct kvt_stage **wstage);
+/* The client xattrs and metadata a record of @ino gets (caller holds
+ * ino->lock). */
+struct kvt_meta kvt_inode_meta(const struct kvt_inode *ino, bool set_times);
