@@ -485,7 +485,7 @@ kvt_setup() {
 	command -v fusermount3 >/dev/null ||
 		{ echo "1..0 # SKIP fusermount3 is missing"; exit 0; }
 	[ -x "$KVTIERFS" ] || bail "kvtierfs is not built: $KVTIERFS"
-	[ -x "$KVCLIENT" ] || bail "kvclient is not built: $KVCLIENT (make check, or gcc -O2 -pthread -o tests/kvclient tests/kvclient.c)"
+	[ -x "$KVCLIENT" ] || bail "kvclient is not built: $KVCLIENT (make check, or gcc -O2 -pthread -o tests/kvclient tests/kvclient-src/*.c)"
 	T=$(mktemp -d "${TMPDIR:-/tmp}/kvtierfs-test.XXXXXX") || bail "mktemp failed"
 	_kvt_main_pid=$BASHPID
 	# the TAP stream, for the exit trap: a signal may arrive while a
