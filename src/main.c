@@ -13,26 +13,9 @@
 #include "inode.h"
 #include "log.h"
 #include "notify.h"
+#include "options.h"
 #include "store.h"
 #include "uring.h"
-
-struct options {
-	gboolean foreground;
-	gboolean debug;
-	gboolean version;
-	char **opts;           /* -o, repeatable, comma separated */
-	int ready_fd;
-	char *tmp_suffix;
-	double entry_timeout, attr_timeout, negative_timeout;
-	int max_threads;
-	int max_idle_threads;
-	guint max_inodes;
-	gboolean verify_always;
-	gboolean no_uring;
-	guint verify_cache;
-	guint max_dir_fds;
-	GString *fuse_opts;    /* -o options passed on to libfuse */
-};
 
 static void die(const char *fmt, ...) G_GNUC_PRINTF(1, 2) G_GNUC_NORETURN;
 
@@ -46,84 +29,6 @@ static void die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(1);
-}
-
-static bool parse_number(const char *s, double lo, double hi, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = g_ascii_strtod(s, &end);
-	return !errno && *s && !*end && *out >= lo && *out <= hi;
-}
-
-/* Takes kvtierfs's own -o options; the rest goes to libfuse, which
- * rejects what it does not know. */
-static void parse_o(struct options *o)
-{
-	for (char **p = o->opts; p && *p; p++) {
-		g_auto(GStrv) items = g_strsplit(*p, ",", -1);
-
-		for (char **it = items; *it; it++) {
-			char *eq = strchr(*it, '=');
-			const char *val = eq ? eq + 1 : NULL;
-			size_t klen = eq ? (size_t)(eq - *it) : strlen(*it);
-			double num;
-
-#define KEY(k) (klen == strlen(k) && !strncmp(*it, k, klen))
-			if (!**it)
-				continue;
-			if (KEY("ready_fd")) {
-				if (!val || !parse_number(val, 0, INT_MAX, &num))
-					die("-o ready_fd: expects a file descriptor number");
-				o->ready_fd = (int)num;
-			} else if (KEY("tmp_suffix")) {
-				g_free(o->tmp_suffix);
-				o->tmp_suffix = g_strdup(val ? val : "");
-			} else if (KEY("entry_timeout") || KEY("attr_timeout") ||
-				   KEY("negative_timeout")) {
-				if (!val || !parse_number(val, 0, 86400, &num))
-					die("-o %.*s: expects seconds (0-86400)", (int)klen, *it);
-				*(KEY("entry_timeout") ? &o->entry_timeout :
-				  KEY("attr_timeout") ? &o->attr_timeout : &o->negative_timeout) = num;
-			} else if (KEY("max_threads")) {
-				if (!val || !parse_number(val, 1, 1024, &num))
-					die("-o max_threads: expects 1-1024");
-				o->max_threads = (int)num;
-			} else if (KEY("max_idle_threads")) {
-				if (!val || !parse_number(val, 0, 1024, &num))
-					die("-o max_idle_threads: expects 0-1024");
-				o->max_idle_threads = (int)num;
-			} else if (KEY("verify")) {
-				if (!g_strcmp0(val, "always"))
-					o->verify_always = TRUE;
-				else if (!g_strcmp0(val, "once"))
-					o->verify_always = FALSE;
-				else
-					die("-o verify: expects 'once' or 'always'");
-			} else if (KEY("uring")) {
-				if (!g_strcmp0(val, "0") || !g_strcmp0(val, "1"))
-					o->no_uring = !g_strcmp0(val, "0");
-				else
-					die("-o uring: expects 0 or 1");
-			} else if (KEY("max_inodes")) {
-				if (!val || !parse_number(val, 64, 1e9, &num))
-					die("-o max_inodes: expects a number of files (64-1000000000)");
-				o->max_inodes = (guint)num;
-			} else if (KEY("max_dir_fds")) {
-				if (!val || !parse_number(val, 16, 1048576, &num) || num != (guint)num)
-					die("-o max_dir_fds: expects a number of directories (16-1048576)");
-				o->max_dir_fds = (guint)num;
-			} else if (KEY("verify_cache")) {
-				if (!val || !parse_number(val, 16, 1e9, &num))
-					die("-o verify_cache: expects a number of objects (16-1000000000)");
-				o->verify_cache = (guint)num;
-			} else {
-				g_string_append_printf(o->fuse_opts, ",%s", *it);
-			}
-#undef KEY
-		}
-	}
 }
 
 static bool is_mountpoint(const char *path)
@@ -207,76 +112,34 @@ static void raise_nofile(void)
 
 int main(int argc, char **argv)
 {
-	struct options o = {
-		.ready_fd = -1,
-		.entry_timeout = 1.0,
-		.negative_timeout = 1.0,
-		.attr_timeout = 1.0,
-		.max_threads = 64,
-		.max_idle_threads = -1,
-		.verify_cache = 100000,
-		.max_inodes = 65536,
-		.max_dir_fds = 1024,
-	};
-	GOptionEntry entries[] = {
-		{ "foreground", 'f', 0, G_OPTION_ARG_NONE, &o.foreground,
-		  "Stay in the foreground", NULL },
-		{ "debug", 'd', 0, G_OPTION_ARG_NONE, &o.debug,
-		  "Foreground, with FUSE request tracing", NULL },
-		{ "options", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &o.opts,
-		  "Mount options (see kvtierfs(8))", "OPTS" },
-		{ "version", 'V', 0, G_OPTION_ARG_NONE, &o.version,
-		  "Print the version", NULL },
-		{ NULL }
-	};
-	g_autoptr(GOptionContext) ctx = g_option_context_new("LOWERDIR MOUNTPOINT");
+	struct kvt_options o;
 	g_autoptr(GError) err = NULL;
-	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *loop;
 	struct kvt_fs fs = { 0 };
 	char *lower, *mnt;
 	int ret;
 
 	kvt_log_init(FALSE);
-	g_option_context_add_main_entries(ctx, entries, NULL);
-	g_option_context_set_summary(ctx,
-		"Mounts a verified, content-addressed KV-cache tier at MOUNTPOINT,\n"
-		"backed by the store in LOWERDIR.");
-	if (!g_option_context_parse(ctx, &argc, &argv, &err))
-		die("%s (see kvtierfs --help)", err->message);
-	if (o.version) {
+	if (kvt_options_parse(argc, argv, &o))
+		exit(1);
+	if (o.version)
 		printf("kvtierfs %s (store format %d)\n", PACKAGE_VERSION, KVT_FORMAT_VERSION);
+	if (o.help || o.version) {
+		kvt_options_free(&o);
 		return 0;
 	}
-	if (argc != 3)
-		die("expects LOWERDIR and MOUNTPOINT (see kvtierfs --help)");
-	o.tmp_suffix = g_strdup(".tmp");
 	/* max_read: libfuse splices a reply through a pipe that must hold the
 	 * reply and three more pages, and an unprivileged pipe holds at most
 	 * 1 MiB (fs.pipe-max-size); reads a little under 1 MiB keep every
-	 * reply of object bytes zero-copy. */
-	o.fuse_opts = g_string_new("subtype=kvtierfs,fsname=kvtierfs,"
-				   "max_read=" G_STRINGIFY(KVT_MAX_READ));
-	parse_o(&o);
-	/* Without allow_other only the mounting user reaches the files, and
-	 * the kernel's own permission checks would cost a round trip to the
-	 * daemon on every access() after a directory changed.  With it, the
-	 * kernel checks every access. */
-	if (strstr(o.fuse_opts->str, ",allow_other"))
-		g_string_append(o.fuse_opts, ",default_permissions");
-	if (o.debug)
-		o.foreground = TRUE;
+	 * reply of object bytes zero-copy.  First, as the default it is. */
+	if (fuse_opt_insert_arg(&o.fuse_args, 1, "-omax_read=" G_STRINGIFY(KVT_MAX_READ)))
+		exit(1);
 	kvt_log_init(o.debug);
 
-	mnt = check_mountpoint(argv[2]);
-	lower = check_lowerdir(argv[1], mnt);
+	mnt = check_mountpoint(o.mountpoint);
+	lower = check_lowerdir(o.lowerdir, mnt);
 
-	fuse_opt_add_arg(&args, "kvtierfs");
-	fuse_opt_add_arg(&args, "-o");
-	fuse_opt_add_arg(&args, o.fuse_opts->str);
-	if (o.debug)
-		fuse_opt_add_arg(&args, "-d");
-	fs.se = fuse_session_new(&args, &kvt_fuse_ops, sizeof(kvt_fuse_ops), &fs);
+	fs.se = fuse_session_new(&o.fuse_args, &kvt_fuse_ops, sizeof(kvt_fuse_ops), &fs);
 	if (!fs.se)
 		exit(1); /* libfuse said why, on one line */
 
@@ -306,7 +169,7 @@ int main(int argc, char **argv)
 	if (fuse_set_signal_handlers(fs.se) ||
 	    fuse_session_mount(fs.se, mnt)) {
 		kvt_store_close(fs.store);
-		die("MOUNTPOINT %s: mount failed", argv[2]);
+		die("MOUNTPOINT %s: mount failed", o.mountpoint);
 	}
 	if (fuse_daemonize(o.foreground)) {
 		fuse_session_unmount(fs.se);
@@ -342,10 +205,7 @@ int main(int argc, char **argv)
 	g_mutex_clear(&fs.lru_lock);
 	g_mutex_clear(&fs.live_lock);
 	g_mutex_clear(&fs.tree_lock);
-	fuse_opt_free_args(&args);
-	g_strfreev(o.opts);
-	g_string_free(o.fuse_opts, TRUE);
-	g_free(o.tmp_suffix);
+	kvt_options_free(&o);
 	free(lower);
 	free(mnt);
 	return ret ? 1 : 0;

@@ -1,14 +1,15 @@
 #!/bin/bash
 # Bad input gets a clear error and loses nothing: each bad invocation exits
 # non-zero with exactly one line on stderr, never reports ready, mounts
-# nothing and leaves the lower directory unchanged.  ENOSPC on the lower
+# nothing and leaves the lower directory unchanged; a refused option is
+# named on that line.  ENOSPC on the lower
 # disk fails that store with ENOSPC and publishes nothing.
 . "$(dirname "$0")/lib.sh"
 
 SIZE=$((2 << 20))
 
 kvt_require_root
-plan 36
+plan 52
 kvt_setup
 
 C="$T/cases"
@@ -20,9 +21,10 @@ mounts_under_T() {
 }
 
 # try_bad DESC DIR ARGS...: run "kvtierfs -f -o ready_fd=3 ARGS...".  It must
-# exit non-zero with exactly one line on stderr, never say ready (ready_fd
-# gets EOF), leave DIR unchanged and mount nothing.  A daemon that does come
-# up is unmounted at once, so a wrong success costs no timeout.
+# exit non-zero with exactly one line on stderr (holding $WANT_ERR when
+# set), never say ready (ready_fd gets EOF), leave DIR unchanged and mount
+# nothing.  A daemon that does come up is unmounted at once, so a wrong
+# success costs no timeout.
 try_bad() {
 	local desc=$1 dir=$2 before after mb ma rc rrc n line="" pid why=()
 	shift 2
@@ -55,6 +57,8 @@ try_bad() {
 	[ "$rc" = 255 ] && why+=("did not exit (killed)")
 	n=$(grep -c '' "$O/stderr")
 	[ "$n" = 1 ] || why+=("$n lines on stderr, expected exactly 1")
+	[ -z "${WANT_ERR:-}" ] || grep -qF -- "$WANT_ERR" "$O/stderr" ||
+		why+=("stderr does not say '$WANT_ERR'")
 	after=$(kvt_snapshot "$dir")
 	if [ "$before" != "$after" ]; then
 		why+=("$dir changed:")
@@ -76,10 +80,22 @@ try_bad "unknown option --no-such-option" "$C" \
 	--no-such-option "$C/empty" "$MNT"
 try_bad "unknown mount option -o no_such_option=1" "$C" \
 	-o no_such_option=1 "$C/empty" "$MNT"
-try_bad "mount option with a bad number -o max_idle_threads=lots" "$C" \
+WANT_ERR="-o max_idle_threads:" try_bad "mount option with a bad number -o max_idle_threads=lots" "$C" \
 	-o max_idle_threads=lots "$C/empty" "$MNT"
-try_bad "mount option out of range -o max_threads=0" "$C" \
+WANT_ERR="-o max_threads:" try_bad "mount option out of range -o max_threads=0" "$C" \
 	-o max_threads=0 "$C/empty" "$MNT"
+# Counts are decimal digits, seconds may have a fraction; nothing else.
+for bad in max_threads=2.5 max_threads= max_threads=1e3 max_threads=-1 \
+	max_threads=1025 max_threads max_inodes=99999999999999999999 \
+	max_dir_fds=15 max_dir_fds=1048577 entry_timeout=86401 \
+	attr_timeout=-0.5 negative_timeout=1e2 verify=sometimes uring=2; do
+	WANT_ERR="-o ${bad%%=*}:" try_bad "strict value: -o $bad" "$C" \
+		-o "$bad" "$C/empty" "$MNT"
+done
+WANT_ERR="-o:" try_bad "-o without its list" "$C" \
+	"$C/empty" "$MNT" -o
+try_bad "a third argument" "$C" \
+	"$C/empty" "$MNT" "$C/empty"
 try_bad "LOWERDIR does not exist" "$C" \
 	"$C/missing" "$MNT"
 printf 'not a directory\n' >"$C/lower-file"

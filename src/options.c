@@ -1,0 +1,459 @@
+/*
+ * The daemon's command line, parsed by libfuse's fuse_opt: kvt_opts[] says
+ * what kvtierfs matches, value_opts[] what each of its -o options accepts,
+ * its default and its line in --help.  Every other -o option is left in
+ * o->fuse_args for libfuse, which refuses the ones it does not know.
+ */
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include "options.h"
+
+/* The -o options that take a value, in the man page's order; they index
+ * value_opts[] and --help lists them so. */
+enum value_key {
+	KEY_READY_FD,
+	KEY_TMP_SUFFIX,
+	KEY_ENTRY_TIMEOUT,
+	KEY_ATTR_TIMEOUT,
+	KEY_NEGATIVE_TIMEOUT,
+	KEY_MAX_THREADS,
+	KEY_MAX_IDLE_THREADS,
+	KEY_VERIFY,
+	KEY_MAX_INODES,
+	KEY_URING,
+	KEY_VERIFY_CACHE,
+	KEY_MAX_DIR_FDS,
+	N_VALUE_KEYS
+};
+
+enum value_kind {
+	COUNT,		/* a whole number in [min, max], into an int */
+	SECONDS,	/* a decimal number in [min, max], into a double */
+	WORD,		/* words[0] or words[1], into a bool: true for words[1] */
+	TEXT,		/* text without '/', into a malloc'd char * */
+};
+
+struct value_opt {
+	const char *name;
+	enum value_kind kind;
+	size_t offset;		/* of the field in struct kvt_options */
+	double min, max;	/* COUNT, SECONDS */
+	double dflt;		/* COUNT, SECONDS; WORD: index into words */
+	const char *dflt_text;	/* TEXT's default; else --help's word for a
+				 * dflt outside [min, max] */
+	const char *words[2];	/* WORD */
+	const char *what;	/* what the error says it expects, if not the
+				 * range */
+	const char *metavar;	/* --help: "-o name=metavar" */
+	const char *help;	/* --help: one line, without the default */
+};
+
+#define FIELD(f) offsetof(struct kvt_options, f)
+
+static const struct value_opt value_opts[N_VALUE_KEYS] = {
+	[KEY_READY_FD] = {
+		"ready_fd", COUNT, FIELD(ready_fd), 0, INT_MAX, -1, "none",
+		.what = "a file descriptor number", .metavar = "N",
+		.help = "say \"ready PID\" on fd N once mounted",
+	},
+	[KEY_TMP_SUFFIX] = {
+		"tmp_suffix", TEXT, FIELD(tmp_suffix), .dflt_text = ".tmp",
+		.what = "a name suffix without '/'", .metavar = "S",
+		.help = "names ending in S are temp files",
+	},
+	[KEY_ENTRY_TIMEOUT] = {
+		"entry_timeout", SECONDS, FIELD(entry_timeout), 0, 86400, 1,
+		.metavar = "SEC", .help = "seconds the kernel caches a name",
+	},
+	[KEY_ATTR_TIMEOUT] = {
+		"attr_timeout", SECONDS, FIELD(attr_timeout), 0, 86400, 1,
+		.metavar = "SEC", .help = "seconds it caches attributes",
+	},
+	[KEY_NEGATIVE_TIMEOUT] = {
+		"negative_timeout", SECONDS, FIELD(negative_timeout), 0, 86400, 1,
+		.metavar = "SEC", .help = "seconds it caches a missing name",
+	},
+	[KEY_MAX_THREADS] = {
+		"max_threads", COUNT, FIELD(max_threads), 1, 1024, 64,
+		.metavar = "N", .help = "threads serving FUSE requests",
+	},
+	[KEY_MAX_IDLE_THREADS] = {
+		"max_idle_threads", COUNT, FIELD(max_idle_threads), 0, 1024, -1, "all",
+		.metavar = "N", .help = "idle threads kept",
+	},
+	[KEY_VERIFY] = {
+		"verify", WORD, FIELD(verify_always), .dflt = 0,
+		.words = { "once", "always" },
+		.help = "hash once a mount, or at every open",
+	},
+	[KEY_MAX_INODES] = {
+		"max_inodes", COUNT, FIELD(max_inodes), 64, 1e9, 65536,
+		.metavar = "N", .help = "files the kernel knows",
+	},
+	[KEY_URING] = {
+		"uring", WORD, FIELD(no_uring), .dflt = 0,
+		.words = { "1", "0" },
+		.help = "hash through io_uring, or plain reads",
+	},
+	[KEY_VERIFY_CACHE] = {
+		"verify_cache", COUNT, FIELD(verify_cache), 16, 1e9, 100000,
+		.metavar = "N", .help = "objects known intact",
+	},
+	[KEY_MAX_DIR_FDS] = {
+		"max_dir_fds", COUNT, FIELD(max_dir_fds), 16, 1048576, 1024,
+		.metavar = "N", .help = "open lower directories",
+	},
+};
+
+/* Both "name=value" and a bare "name" reach the processing function, so
+ * that a missing value is kvtierfs's error, not an unknown libfuse option. */
+#define SWITCH(templ, f)	{ templ, FIELD(f), 1 }
+#define VALUE(name, key)	FUSE_OPT_KEY(name, key), FUSE_OPT_KEY(name "=", key)
+
+static const struct fuse_opt kvt_opts[] = {
+	SWITCH("-f", foreground),
+	SWITCH("--foreground", foreground),
+	SWITCH("-d", debug),
+	SWITCH("--debug", debug),
+	SWITCH("-V", version),
+	SWITCH("--version", version),
+	SWITCH("-h", help),
+	SWITCH("--help", help),
+	VALUE("ready_fd", KEY_READY_FD),
+	VALUE("tmp_suffix", KEY_TMP_SUFFIX),
+	VALUE("entry_timeout", KEY_ENTRY_TIMEOUT),
+	VALUE("attr_timeout", KEY_ATTR_TIMEOUT),
+	VALUE("negative_timeout", KEY_NEGATIVE_TIMEOUT),
+	VALUE("max_threads", KEY_MAX_THREADS),
+	VALUE("max_idle_threads", KEY_MAX_IDLE_THREADS),
+	VALUE("verify", KEY_VERIFY),
+	VALUE("max_inodes", KEY_MAX_INODES),
+	VALUE("uring", KEY_URING),
+	VALUE("verify_cache", KEY_VERIFY_CACHE),
+	VALUE("max_dir_fds", KEY_MAX_DIR_FDS),
+	/* libfuse's: noted, and kept for it */
+	SWITCH("allow_other", allow_other),
+	FUSE_OPT_KEY("allow_other", FUSE_OPT_KEY_KEEP),
+	FUSE_OPT_END
+};
+
+/* fuse_opt_parse()'s data: the options first, so that the offsets of
+ * kvt_opts[] apply to it, then the first error, which waits until --help
+ * and --version have had their say. */
+struct parse {
+	struct kvt_options o;
+	char *error;
+};
+G_STATIC_ASSERT(offsetof(struct parse, o) == 0);
+
+static void fail(struct parse *p, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static void fail(struct parse *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (p->error)
+		return;
+	va_start(ap, fmt);
+	p->error = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+}
+
+/* Digits only: no sign, no space, no fraction, no exponent. */
+static bool parse_count(const char *s, double min, double max, int *out)
+{
+	unsigned long long n = 0;
+
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		n = n * 10 + (unsigned)(*s - '0');
+		if (n > (unsigned long long)max)
+			return false;
+	}
+	if (n < (unsigned long long)min)
+		return false;
+	*out = (int)n;
+	return true;
+}
+
+/* Digits with at most one '.': "2", "0.25", ".5"; no sign, no exponent,
+ * no "inf", whatever the locale. */
+static bool parse_seconds(const char *s, double min, double max, double *out)
+{
+	size_t digits = strspn(s, "0123456789");
+	const char *p = s + digits;
+	double v;
+
+	if (*p == '.') {
+		size_t frac = strspn(p + 1, "0123456789");
+
+		digits += frac;
+		p += 1 + frac;
+	}
+	if (*p || !digits)
+		return false;
+	v = g_ascii_strtod(s, NULL);
+	if (v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static char *expects(const struct value_opt *v)
+{
+	if (v->what)
+		return g_strdup(v->what);
+	switch (v->kind) {
+	case COUNT:
+		return g_strdup_printf("a whole number from %.0f to %.0f",
+				       v->min, v->max);
+	case SECONDS:
+		return g_strdup_printf("seconds from %g to %g", v->min, v->max);
+	case WORD:
+		return g_strdup_printf("'%s' or '%s'", v->words[0], v->words[1]);
+	case TEXT:
+		break;
+	}
+	return g_strdup("a value");
+}
+
+static void set_value(struct parse *p, const struct value_opt *v, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	const char *val = eq ? eq + 1 : NULL;
+	void *field = (char *)&p->o + v->offset;
+	g_autofree char *what = NULL;
+	g_autofree char *got = NULL;
+
+	switch (v->kind) {
+	case COUNT:
+		if (val && parse_count(val, v->min, v->max, field))
+			return;
+		break;
+	case SECONDS:
+		if (val && parse_seconds(val, v->min, v->max, field))
+			return;
+		break;
+	case WORD:
+		for (int i = 0; val && i < 2; i++) {
+			if (!strcmp(val, v->words[i])) {
+				*(bool *)field = i;
+				return;
+			}
+		}
+		break;
+	case TEXT:
+		/* a bare "tmp_suffix" is the empty one, as "tmp_suffix=" */
+		if (!val || !strchr(val, '/')) {
+			free(*(char **)field);
+			*(char **)field = strdup(val ? val : "");
+			return;
+		}
+		break;
+	}
+	what = expects(v);
+	if (!val) {
+		fail(p, "-o %s: expects %s", v->name, what);
+		return;
+	}
+	got = g_strescape(val, NULL); /* one line, whatever was given */
+	fail(p, "-o %s: expects %s, got '%s'", v->name, what, got);
+}
+
+static int process(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct parse *p = data;
+
+	switch (key) {
+	case FUSE_OPT_KEY_NONOPT:
+		if (!p->o.lowerdir)
+			p->o.lowerdir = strdup(arg);
+		else if (!p->o.mountpoint)
+			p->o.mountpoint = strdup(arg);
+		else
+			fail(p, "expects LOWERDIR and MOUNTPOINT only, got '%s' too "
+			     "(see kvtierfs --help)", arg);
+		return 0;
+	case FUSE_OPT_KEY_OPT:
+		/* A command-line switch kvtierfs does not know; inside -o a
+		 * name never starts with '-'. */
+		if (arg[0] == '-') {
+			fail(p, "unknown option %s (see kvtierfs --help)", arg);
+			return 0;
+		}
+		return arg[0] != '\0'; /* the rest is libfuse's */
+	default:
+		set_value(p, &value_opts[key], arg);
+		return 0;
+	}
+}
+
+static void help_line(const char *opt, const char *text)
+{
+	printf("  %-23s %s\n", opt, text);
+}
+
+/* 1000000000 rather than %g's 1e+09 */
+static char *number(const struct value_opt *v, double x)
+{
+	return v->kind == COUNT ? g_strdup_printf("%.0f", x) : g_strdup_printf("%g", x);
+}
+
+static void help_value(const struct value_opt *v)
+{
+	g_autofree char *opt = NULL;
+	g_autofree char *text = NULL;
+	g_autofree char *range = NULL;
+	g_autofree char *dflt = NULL;
+
+	if (v->kind == WORD)
+		opt = g_strdup_printf("-o %s=%s|%s", v->name, v->words[0], v->words[1]);
+	else
+		opt = g_strdup_printf("-o %s=%s", v->name, v->metavar);
+	switch (v->kind) {
+	case COUNT:
+	case SECONDS:
+		if (!v->what) {
+			g_autofree char *min = number(v, v->min);
+			g_autofree char *max = number(v, v->max);
+
+			range = g_strdup_printf("%s-%s, ", min, max);
+		}
+		if (v->dflt < v->min || v->dflt > v->max)
+			dflt = g_strdup(v->dflt_text);
+		else
+			dflt = number(v, v->dflt);
+		break;
+	case WORD:
+		dflt = g_strdup(v->words[(int)v->dflt]);
+		break;
+	case TEXT:
+		dflt = g_strdup(v->dflt_text);
+		break;
+	}
+	text = g_strdup_printf("%s (%sdefault %s)", v->help, range ? range : "", dflt);
+	help_line(opt, text);
+}
+
+static void print_help(void)
+{
+	printf("usage: kvtierfs [options] LOWERDIR MOUNTPOINT\n"
+	       "\n"
+	       "Mounts a verified, content-addressed KV-cache tier at MOUNTPOINT,\n"
+	       "backed by the store in LOWERDIR.  kvtierfs(8) says more.\n"
+	       "\n"
+	       "Options:\n");
+	help_line("-f, --foreground", "stay in the foreground");
+	help_line("-d, --debug", "foreground, with FUSE request tracing");
+	help_line("-V, --version", "print the version and exit");
+	help_line("-h, --help", "print this help and exit");
+	help_line("-o OPT[,OPT...]", "mount options, below; may be repeated");
+	printf("\nkvtierfs mount options:\n");
+	for (int k = 0; k < N_VALUE_KEYS; k++)
+		help_value(&value_opts[k]);
+	printf("\nOther mount options go to libfuse, which refuses the ones it does not\n"
+	       "know; among them:\n");
+	help_line("-o allow_other", "let other users in, with kernel permission checks");
+	help_line("-o allow_root", "let root in too");
+	help_line("-o auto_unmount", "unmount when the daemon dies");
+	help_line("-o fsname=NAME", "source in the mount table (default kvtierfs)");
+	help_line("-o ro", "read-only mount");
+}
+
+static void set_defaults(struct kvt_options *o)
+{
+	for (int k = 0; k < N_VALUE_KEYS; k++) {
+		const struct value_opt *v = &value_opts[k];
+		void *field = (char *)o + v->offset;
+
+		switch (v->kind) {
+		case COUNT:
+			*(int *)field = (int)v->dflt;
+			break;
+		case SECONDS:
+			*(double *)field = v->dflt;
+			break;
+		case WORD:
+			*(bool *)field = v->dflt != 0;
+			break;
+		case TEXT:
+			*(char **)field = strdup(v->dflt_text);
+			break;
+		}
+	}
+}
+
+int kvt_options_parse(int argc, char **argv, struct kvt_options *o)
+{
+	struct parse p = { .o.fuse_args = FUSE_ARGS_INIT(argc, argv) };
+	int ret = -1;
+
+	set_defaults(&p.o);
+	/* A last "-o" would make libfuse say "missing argument" itself. */
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (strcmp(argv[i], "-o"))
+			continue;
+		if (i == argc - 1) {
+			fail(&p, "-o: expects a list of mount options");
+			p.o.fuse_args.argc--;
+		}
+		i++; /* its list, whatever it looks like */
+	}
+	if (fuse_opt_parse(&p.o.fuse_args, &p, kvt_opts, process))
+		goto out; /* out of memory, libfuse said so */
+	if (p.o.help) { /* wins over anything else, as --help does */
+		print_help();
+		p.o.version = 0;
+		ret = 0;
+		goto out;
+	}
+	if (p.o.version) {
+		ret = 0;
+		goto out;
+	}
+	if (!p.error && !p.o.mountpoint)
+		fail(&p, "expects LOWERDIR and MOUNTPOINT (see kvtierfs --help)");
+	if (p.error) {
+		fprintf(stderr, "kvtierfs: %s\n", p.error);
+		goto out;
+	}
+
+	/* -d: the foreground, and libfuse's request trace (below) */
+	if (p.o.debug)
+		p.o.foreground = 1;
+	/* First, so that the user's fsname= or subtype= wins. */
+	if (fuse_opt_insert_arg(&p.o.fuse_args, 1, "-osubtype=kvtierfs,fsname=kvtierfs"))
+		goto out;
+	/* Without allow_other only the mounting user reaches the files, and
+	 * the kernel's own permission checks would cost a round trip to the
+	 * daemon on every access() after a directory changed.  With it, the
+	 * kernel checks every access. */
+	if (p.o.allow_other && fuse_opt_add_arg(&p.o.fuse_args, "-odefault_permissions"))
+		goto out;
+	if (p.o.debug && fuse_opt_add_arg(&p.o.fuse_args, "-d"))
+		goto out;
+	ret = 0;
+out:
+	g_free(p.error);
+	*o = p.o;
+	return ret;
+}
+
+void kvt_options_free(struct kvt_options *o)
+{
+	free(o->tmp_suffix);
+	free(o->lowerdir);
+	free(o->mountpoint);
+	fuse_opt_free_args(&o->fuse_args);
+	memset(o, 0, sizeof(*o));
+}

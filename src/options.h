@@ -1,0 +1,44 @@
+/* The daemon's command line: kvtierfs's own options, the two directories,
+ * and the rest for libfuse. */
+#pragma once
+#include <fuse_opt.h>
+#include <stdbool.h>
+
+struct kvt_options {
+	/* switches */
+	int foreground;		/* -f, also set by -d */
+	int debug;		/* -d: FUSE request tracing */
+	int version;		/* -V: print the version, mount nothing */
+	int help;		/* -h: the help is printed, mount nothing */
+	int allow_other;	/* seen on its way to libfuse */
+
+	/* -o options of kvtierfs; counts are whole numbers below INT_MAX */
+	int ready_fd;		/* -1: none */
+	char *tmp_suffix;	/* "": no temp files */
+	double entry_timeout;	/* seconds */
+	double attr_timeout;
+	double negative_timeout;
+	int max_threads;
+	int max_idle_threads;	/* -1: keep them all */
+	bool verify_always;	/* verify=always */
+	bool no_uring;		/* uring=0 */
+	int max_inodes;
+	int verify_cache;
+	int max_dir_fds;
+
+	char *lowerdir;
+	char *mountpoint;
+	/* For fuse_session_new(): subtype and fsname, every -o option that
+	 * kvtierfs does not take, default_permissions with allow_other, and
+	 * -d. */
+	struct fuse_args fuse_args;
+};
+
+/*
+ * Fills @o from the command line.  Returns 0 with @o ready to mount, or
+ * with o->help (the help went to stdout) or o->version set; -1 after one
+ * line on stderr that says what is wrong.  Call kvt_options_free() either
+ * way.
+ */
+int kvt_options_parse(int argc, char **argv, struct kvt_options *o);
+void kvt_options_free(struct kvt_options *o);
