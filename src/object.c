@@ -202,6 +202,32 @@ int kvt_object_make(struct kvt_store *s, const char *stage_name, uint64_t size,
 	return 0;
 }
 
+int kvt_object_unmake(struct kvt_store *s, const struct kvt_record *rec, bool dedup)
+{
+	g_autoptr(kvt_dir) fan = NULL;
+	g_autofree char *ref = kvt_object_ref_name(rec);
+	g_autofree char *anchor = kvt_object_anchor_name(&rec->hash);
+	struct stat rst, ast;
+	int ret;
+
+	if (dedup)
+		return kvt_object_release(s, rec);
+	ret = fanout_dir(s, &rec->hash, false, &fan);
+	if (ret == 0)
+		ret = kvt_dir_stat(fan, ref, &rst);
+	if (ret == 0)
+		ret = kvt_dir_unlink(fan, ref);
+	if (ret < 0)
+		return ret;
+	/* The staged file and the anchor: nobody else uses these bytes (a
+	 * mount that deduplicated against them meanwhile holds a third
+	 * link, and keeps the anchor). */
+	if (kvt_dir_stat(fan, anchor, &ast) == 0 && ast.st_ino == rst.st_ino &&
+	    ast.st_dev == rst.st_dev && ast.st_nlink <= 2)
+		kvt_dir_unlink(fan, anchor);
+	return 0;
+}
+
 int kvt_object_sync(struct kvt_store *s, const struct kvt_record *rec)
 {
 	g_autoptr(kvt_dir) fan = NULL;

@@ -47,5 +47,9 @@ bool kvt_object_parse_name(const char *fanout, const char *name, kvt_hash *h,
  * The staged file keeps its name.  *@dedup says which it was. */
 int kvt_object_make(struct kvt_store *s, const char *stage_name, uint64_t size,
 		    const kvt_hash *hash, struct kvt_record *rec, bool *dedup);
+/* Undoes kvt_object_make (the record could not be installed): the
+ * reference goes, and for new bytes the anchor too, which still shares
+ * its inode with the staged file and so would not look unused. */
+int kvt_object_unmake(struct kvt_store *s, const struct kvt_record *rec, bool dedup);
 /* Makes @rec's object and its link durable (fsync of both). */
 int kvt_object_sync(struct kvt_store *s, const struct kvt_record *rec);

@@ -89,7 +89,7 @@ int kvt_store_publish(struct kvt_store *s, struct kvt_stage *st, struct kvt_dir 
 		out->rec.xattrs = kvt_xattrs_dup(xattrs);
 	ret = kvt_name_install(s, d, name, &out->rec, meta, &old);
 	if (ret < 0) {
-		kvt_object_release(s, &out->rec);
+		kvt_object_unmake(s, &out->rec, out->dedup);
 		goto reopen;
 	}
 	kvt_stage_set_published(st);

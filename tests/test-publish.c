@@ -1,0 +1,343 @@
+/* Unit tests of a version being written (stage.h) and of the publication
+ * transaction (publish.h), without FUSE: in-order, out-of-order and
+ * parallel writes, O_DIRECT and buffered; publication, dedup, replacement,
+ * rollback when the record cannot be installed, a write error that sticks.
+ * Prints TAP. */
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../src/store-int.h"
+#include "unit.h"
+
+static const char *top;
+
+static char *pattern(size_t len, unsigned seed)
+{
+	char *buf = g_malloc(len);
+
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (char)(i * 131 + seed + (i >> 12));
+	return buf;
+}
+
+static int count_in(const char *rel)
+{
+	g_autofree char *path = g_build_filename(top, rel, NULL);
+	g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+	int n = 0;
+
+	while (d && g_dir_read_name(d))
+		n++;
+	return n;
+}
+
+/* Files under objects/, all fan-out directories together. */
+static int count_objects(void)
+{
+	g_autofree char *path = g_build_filename(top, "objects", NULL);
+	g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+	const char *e;
+	int n = 0;
+
+	while (d && (e = g_dir_read_name(d))) {
+		g_autofree char *rel = g_build_filename("objects", e, NULL);
+
+		n += count_in(rel);
+	}
+	return n;
+}
+
+/* The stage's file holds @buf and its seal says @buf's hash. */
+static bool stage_holds(struct kvt_stage *st, const char *buf, size_t len)
+{
+	g_autofree char *back = g_malloc(len + 1);
+	kvt_hash want, got;
+	uint64_t size;
+
+	kvt_hash_buf(buf, len, &want);
+	if (kvt_stage_read(st, back, len + 1, 0) != (ssize_t)len || memcmp(back, buf, len))
+		return false;
+	if (kvt_stage_seal(st, &got, &size) != 0)
+		return false;
+	kvt_stage_unseal(st);
+	return size == len && kvt_hash_equal(&got, &want);
+}
+
+static bool hash_whole(struct kvt_stage *st)
+{
+	bool whole;
+
+	g_mutex_lock(&st->hash_lock);
+	whole = st->hs && st->hashed == kvt_stage_size(st);
+	g_mutex_unlock(&st->hash_lock);
+	return whole;
+}
+
+struct chunk {
+	struct kvt_stage *st;
+	const char *buf;
+	size_t off, len;
+	int ret;
+};
+
+static gpointer write_chunk(gpointer data)
+{
+	struct chunk *c = data;
+
+	c->ret = kvt_stage_write(c->st, c->buf + c->off, c->len, c->off);
+	return NULL;
+}
+
+static void test_stage(struct kvt_store *s)
+{
+	const size_t len = 4u << 20;
+	g_autofree char *buf = pattern(len, 1);
+	g_autofree char *stage_rel = g_strdup_printf("staging/%s", s->mount_id);
+	struct kvt_stage *st;
+	bool good = true;
+
+	/* Buffered, in order, odd sizes: hashed as the bytes come. */
+	ok(kvt_stage_new(s, &st) == 0, "stage: a new stage in this mount's staging area");
+	for (size_t off = 0; good && off < len; off += 100000)
+		good = kvt_stage_write(st, buf + off, MIN(100000, len - off), off) == 0;
+	ok(good && hash_whole(st), "in-order buffered writes keep the running hash whole");
+	ok(stage_holds(st, buf, len), "its bytes and its seal's hash are the written ones");
+	kvt_stage_unref(st);
+
+	/* O_DIRECT: aligned 1 MiB writes go through the direct fd. */
+	ok(kvt_stage_new(s, &st) == 0 && st->dfd >= 0, "an O_DIRECT fd is open on the stage");
+	good = true;
+	for (size_t off = 0; good && off < len; off += 1u << 20)
+		good = kvt_stage_write(st, buf + off, 1u << 20, off) == 0;
+	ok(good && hash_whole(st) && stage_holds(st, buf, len),
+	   "aligned writes (O_DIRECT) read back and hash right");
+	kvt_stage_unref(st);
+
+	/* Out of order beyond the wait: the stream breaks, the seal hashes
+	 * the file again. */
+	ok(kvt_stage_new(s, &st) == 0, "a third stage");
+	good = kvt_stage_write(st, buf + len / 2, len / 2, len / 2) == 0 &&
+	       kvt_stage_write(st, buf, len / 2, 0) == 0;
+	ok(good && !hash_whole(st), "a write ahead of the hashed bytes breaks the running hash");
+	ok(stage_holds(st, buf, len), "and the seal hashes the file again, right");
+	ok(hash_whole(st), "after which the running hash is whole again");
+	ok(kvt_stage_write(st, buf, 4096, len) == 0 && hash_whole(st),
+	   "and an append keeps it whole");
+	kvt_stage_unref(st);
+
+	/* Parallel: the requests of one O_DIRECT write arrive at once, the
+	 * later ones wait for the earlier ones to be hashed. */
+	ok(kvt_stage_new(s, &st) == 0, "a fourth stage");
+	{
+		struct chunk c[4];
+		GThread *t[4];
+
+		for (int i = 3; i >= 0; i--) {
+			c[i] = (struct chunk){ st, buf, i * (len / 4), len / 4, -1 };
+			t[i] = g_thread_new("w", write_chunk, &c[i]);
+		}
+		good = true;
+		for (int i = 0; i < 4; i++) {
+			g_thread_join(t[i]);
+			good = good && c[i].ret == 0;
+		}
+	}
+	ok(good && stage_holds(st, buf, len), "parallel writes of one block read back and hash right");
+
+	/* O_TRUNC on the open stage: a fresh version. */
+	ok(kvt_stage_truncate(st, 0) == 0 && kvt_stage_size(st) == 0 &&
+	   kvt_stage_write(st, buf, 8192, 0) == 0 && hash_whole(st) && stage_holds(st, buf, 8192),
+	   "a truncate to 0 starts hashing again from the first byte");
+	ok(kvt_stage_truncate(st, 5000) == 0 && stage_holds(st, buf, 5000),
+	   "a truncate inside the bytes is hashed again at the seal");
+	kvt_stage_unref(st);
+	ok(count_in(stage_rel) == 1, "unpublished stages leave nothing behind but the lock");
+}
+
+static int publish_buf(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		       const char *buf, size_t len, unsigned flags, struct kvt_published *pub,
+		       struct kvt_stage **keep)
+{
+	struct kvt_meta meta = { .mode = 0640, .uid = getuid(), .gid = getgid() };
+	struct kvt_stage *st;
+	int ret = kvt_stage_new(s, &st);
+
+	if (ret == 0)
+		ret = kvt_stage_write(st, buf, len, 0);
+	if (ret == 0)
+		ret = kvt_store_publish(s, st, d, name, &meta, NULL, flags, pub);
+	if (keep)
+		*keep = st;
+	else
+		kvt_stage_unref(st);
+	return ret;
+}
+
+static bool name_reads(struct kvt_store *s, const char *name, const char *buf, size_t len)
+{
+	g_autofree char *back = g_malloc(len + 1);
+	struct kvt_record rec;
+	kvt_autofd fd = -1;
+	bool good;
+
+	if (kvt_name_read(kvt_store_names(s), name, &rec, NULL) < 0)
+		return false;
+	fd = kvt_object_open(s, &rec, O_RDONLY, NULL);
+	good = fd >= 0 && rec.size == len && pread(fd, back, len + 1, 0) == (ssize_t)len &&
+	       !memcmp(back, buf, len);
+	kvt_record_clear(&rec);
+	return good;
+}
+
+static void test_publish(struct kvt_store *s)
+{
+	struct kvt_dir *names = kvt_store_names(s);
+	const size_t len = 1u << 20;
+	g_autofree char *a = pattern(len, 2), *b = pattern(len, 3);
+	g_autofree char *stage_rel = g_strdup_printf("staging/%s", s->mount_id);
+	struct kvt_published p1, p2, p3;
+	struct kvt_stage *st;
+	struct stat s1, s2;
+	int objects;
+
+	ok(publish_buf(s, names, "one", a, len, 0, &p1, NULL) == 0 && name_reads(s, "one", a, len),
+	   "publish: the name reads back its bytes");
+	ok(count_in(stage_rel) == 1, "the staged file and the staged record are gone");
+	{
+		g_autofree char *obj = object_file(top, &p1.rec, false);
+
+		ok(stat(obj, &s1) == 0 && s1.st_nlink == 2 && !p1.dedup,
+		   "a new object: its reference and its anchor");
+	}
+	ok(p1.rec_st.st_ino && (p1.rec_st.st_mode & 07777) == 0640 &&
+	   p1.obj_st.st_size == (off_t)len, "the result says the record's and the object's metadata");
+
+	ok(publish_buf(s, names, "two", a, len, 0, &p2, NULL) == 0 && p2.dedup &&
+	   kvt_hash_equal(&p1.rec.hash, &p2.rec.hash) && strcmp(p1.rec.ref, p2.rec.ref),
+	   "dedup: the same bytes under another name share the object, with their own reference");
+	{
+		g_autofree char *obj = object_file(top, &p2.rec, false);
+
+		ok(stat(obj, &s2) == 0 && s2.st_ino == s1.st_ino && s2.st_nlink == 3,
+		   "one inode, three links");
+	}
+
+	objects = count_objects();
+	ok(publish_buf(s, names, "two", b, len, KVT_PUBLISH_KEEP_REPLACED, &p3, NULL) == 0 &&
+	   name_reads(s, "two", b, len) && !strcmp(p3.replaced.ref, p2.rec.ref),
+	   "replace: the name shows the new bytes; the record it replaced comes back to the caller");
+	ok(count_objects() == objects + 2, "which keeps the replaced reference until it releases it");
+	ok(kvt_object_release(s, &p3.replaced) == 0 && count_objects() == objects + 1,
+	   "released, the replaced reference goes (the object stays for 'one')");
+	kvt_published_clear(&p3);
+	objects = count_objects();
+	ok(publish_buf(s, names, "one", b, len, 0, &p3, NULL) == 0 && name_reads(s, "one", b, len) &&
+	   count_objects() == objects - 1,
+	   "replace without keeping: the last reference of the old bytes goes with its anchor");
+	kvt_published_clear(&p3);
+
+	/* Rollback: the record cannot be installed (a directory has the
+	 * name), so nothing is published and the version is open again. */
+	objects = count_objects();
+	ok(kvt_dir_mkdir(names, "dir", 0755) == 0 &&
+	   publish_buf(s, names, "dir", a, len, 0, &p3, &st) == -EISDIR,
+	   "rollback: a publication over a directory fails (EISDIR)");
+	ok(count_objects() == objects && kvt_stage_state(st) == KVT_STAGE_OPEN,
+	   "no object is left behind (nor its anchor), and the version is open again");
+	ok(kvt_store_publish(s, st, names, "retry", &(struct kvt_meta){ .mode = 0644 }, NULL, 0,
+			     &p3) == 0 && name_reads(s, "retry", a, len),
+	   "a retry publishes the same bytes under another name");
+	ok(kvt_store_publish(s, st, names, "again", &(struct kvt_meta){ .mode = 0644 }, NULL, 0,
+			     &p3) == 1, "a published version has nothing more to publish (1)");
+	kvt_stage_unref(st);
+	kvt_published_clear(&p3);
+
+	/* A sealed version belongs to its publication. */
+	{
+		kvt_hash h;
+		uint64_t size;
+
+		ok(kvt_stage_new(s, &st) == 0 && kvt_stage_write(st, a, 4096, 0) == 0 &&
+		   kvt_stage_seal(st, &h, &size) == 0 &&
+		   kvt_store_publish(s, st, names, "sealed", &(struct kvt_meta){ .mode = 0644 },
+				     NULL, 0, &p3) == 1,
+		   "a version another publication sealed is not published twice");
+		kvt_stage_unseal(st);
+		kvt_stage_unref(st);
+	}
+
+	/* A write error sticks: the version can never be published. */
+	{
+		g_autofree char *torn = g_build_filename(top, "names", "torn", NULL);
+		int full = open("/dev/full", O_WRONLY | O_CLOEXEC), saved = -1;
+		struct kvt_meta meta = { .mode = 0644 };
+
+		ok(full >= 0 && kvt_stage_new(s, &st) == 0 && (saved = dup(st->fd)) >= 0 &&
+		   dup2(full, st->fd) >= 0 && kvt_stage_write(st, a, 100, 0) == -ENOSPC,
+		   "a write that fails (ENOSPC) answers its error");
+		ok(kvt_store_publish(s, st, names, "torn", &meta, NULL, 0, &p3) == -ENOSPC &&
+		   !lower_exists(torn),
+		   "publication fails with the write's error, the name does not appear");
+		ok(dup2(saved, st->fd) >= 0 && kvt_stage_write(st, a, 100, 0) == 0 &&
+		   kvt_store_publish(s, st, names, "torn", &meta, NULL, 0, &p3) == -ENOSPC &&
+		   !lower_exists(torn),
+		   "a later good write does not mend it: a version with a hole is never published");
+		close(full);
+		close(saved);
+		kvt_stage_unref(st);
+	}
+
+	/* Client xattrs and a rewrite of the record. */
+	{
+		struct kvt_record rec, back;
+		struct kvt_meta meta = { .mode = 0600 };
+		struct stat rst;
+
+		kvt_record_copy(&rec, &p1.rec);
+		kvt_published_clear(&p1);
+		ok(kvt_name_read(names, "one", &rec, NULL) == 0, "the record of 'one' is read");
+		rec.xattrs = kvt_xattrs_new();
+		g_hash_table_insert(rec.xattrs, g_strdup("user.vllm.kv_crc32c"),
+				    g_bytes_new("\x01\x02", 2));
+		ok(kvt_store_rewrite(s, names, "one", &rec, &meta, &rst) == 0 &&
+		   (rst.st_mode & 07777) == 0600 && kvt_name_read(names, "one", &back, NULL) == 0 &&
+		   back.xattrs && g_hash_table_contains(back.xattrs, "user.vllm.kv_crc32c") &&
+		   !strcmp(back.ref, rec.ref) && name_reads(s, "one", b, len),
+		   "rewrite: same object, new xattrs and mode");
+		ok(kvt_store_sync_name(s, names, "one", &back) == 0,
+		   "the published name is made durable (fsync of object, record, directories)");
+		kvt_record_clear(&rec);
+		kvt_record_clear(&back);
+	}
+	kvt_published_clear(&p2);
+	ok(count_in(stage_rel) == 1, "after all of it, staging holds only the lock");
+}
+
+int main(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("kvt-publish-XXXXXX", NULL);
+	g_autoptr(GError) err = NULL;
+	struct kvt_store *s;
+
+	printf("1..39\n");
+	top = dir;
+	s = kvt_store_open(top, &err);
+	ok(s != NULL, "a store is created");
+	if (!s)
+		return 1;
+	test_stage(s);
+	test_publish(s);
+	kvt_store_close(s);
+	{
+		g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", top);
+
+		ok(system(cmd) == 0, "cleanup");
+	}
+	return n_fail ? 1 : 0;
+}
