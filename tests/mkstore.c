@@ -97,7 +97,7 @@ int main(int argc, char **argv)
 		struct kvt_record rec, old;
 		uint64_t buf[8];
 		char name[32];
-		int fd, ret;
+		int fd = -1, ret;
 
 		content(i, buf, name);
 		ret = kvt_stage_create(s, &fd, &stage);
