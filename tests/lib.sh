@@ -590,9 +590,23 @@ kvt_snapshot() {
 		xargs -0 -r md5sum)
 }
 
-# kvt_count_tmp DIR: number of names ending in .tmp under DIR.
+# kvt_count_tmp DIR: number of names ending in .tmp under DIR.  When find
+# fails (EIO, ENOTCONN, a hung mount, ...) it prints no number but
+# "FIND FAILED: <status and first error>" and returns 1: callers check
+# the status and the number, e.g. n=$(kvt_count_tmp "$MNT") && [ "$n" = 0 ].
 kvt_count_tmp() {
-	kvt_guard find "$1" -name '*.tmp' 2>/dev/null | wc -l
+	local out st n
+	out=$(_kvt_tmpfile)
+	kvt_guard find "$1" -name '*.tmp' -printf 'x\n' >"$out" 2>"$out.err"
+	st=$?
+	if [ "$st" != 0 ]; then
+		echo "FIND FAILED: exit status $st: $(head -n 1 "$out.err")"
+		rm -f "$out" "$out.err"
+		return 1
+	fi
+	n=$(wc -l <"$out")
+	rm -f "$out" "$out.err"
+	echo "$n"
 }
 
 # kvt_first_block DIR: path of one *.bin under DIR (a path that does not

@@ -104,8 +104,7 @@ crash_cycle "vllm-store" 96 \
 STORED=$PROGRESS
 ok_kvclient "after kill -9: every block present is complete, at least the $STORED published ones" \
 	verify --dir "$MNT" --min "$STORED" --size $SIZE --no-tmp
-n=$(kvt_count_tmp "$MNT")
-[ "$n" = 0 ]
+n=$(kvt_count_tmp "$MNT") && [ "$n" = 0 ]
 ok $? "no *.tmp visible after kill -9 and remount (found $n)"
 left=$(while IFS= read -r p; do [ -e "$p" ] && echo "$p"; done <"$T/staging.dead")
 [ -z "$left" ]

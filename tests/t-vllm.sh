@@ -47,8 +47,7 @@ ok $? "user.kvtierfs.object names a $SIZE-byte file under LOWERDIR/objects (got 
 [ -n "$o" ] && kvt_run cmp -s "$LOWER/$o" "$f"
 ok $? "the object file holds exactly the bytes of the block"
 
-n=$(kvt_count_tmp "$MNT")
-[ "$n" = 0 ]
+n=$(kvt_count_tmp "$MNT") && [ "$n" = 0 ]
 ok $? "no *.tmp name remains after the store (probe and block temps; found $n)"
 [ "$n" = 0 ] || kvt_run find "$MNT" -name '*.tmp' | head -n 5 | sed 's/^/#   /'
 
