@@ -18,7 +18,9 @@
 #
 # Environment: top_builddir, top_srcdir (default: derived from this file),
 # KVTIERFS (default $top_builddir/src/kvtierfs), KVCLIENT (default
-# $top_builddir/tests/kvclient), TMPDIR, KVT_KEEP=1 keeps $T for debugging,
+# $top_builddir/tests/kvclient), KVT_XXH128 (default
+# $top_builddir/tests/xxh128: XXH3-128 of files, printed like xxh128sum),
+# TMPDIR, KVT_KEEP=1 keeps $T for debugging,
 # KVT_MOUNT_TIMEOUT (30 s), KVT_UMOUNT_TIMEOUT (60 s), KVT_CMD_TIMEOUT
 # (150 s: a command of ok_cmd/ok_kvclient/kvt_guard that takes longer means
 # the daemon hangs: its stacks are shown, it is killed and the file bails out).
@@ -35,10 +37,11 @@ KVT_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${top_builddir:=$top_srcdir}"
 : "${KVTIERFS:=$top_builddir/src/kvtierfs}"
 : "${KVCLIENT:=$top_builddir/tests/kvclient}"
+: "${KVT_XXH128:=$top_builddir/tests/xxh128}"
 : "${KVT_MOUNT_TIMEOUT:=30}"
 : "${KVT_UMOUNT_TIMEOUT:=60}"
 : "${KVT_CMD_TIMEOUT:=150}"
-export top_srcdir top_builddir KVTIERFS KVCLIENT
+export top_srcdir top_builddir KVTIERFS KVCLIENT KVT_XXH128
 
 T=
 LOWER=
@@ -486,6 +489,7 @@ kvt_setup() {
 		{ echo "1..0 # SKIP fusermount3 is missing"; exit 0; }
 	[ -x "$KVTIERFS" ] || bail "kvtierfs is not built: $KVTIERFS"
 	[ -x "$KVCLIENT" ] || bail "kvclient is not built: $KVCLIENT (make check, or gcc -O2 -pthread -o tests/kvclient tests/kvclient.c)"
+	[ -x "$KVT_XXH128" ] || bail "xxh128 is not built: $KVT_XXH128 (make check)"
 	T=$(mktemp -d "${TMPDIR:-/tmp}/kvtierfs-test.XXXXXX") || bail "mktemp failed"
 	_kvt_main_pid=$BASHPID
 	# the TAP stream, for the exit trap: a signal may arrive while a
