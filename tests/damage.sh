@@ -55,9 +55,15 @@ dmg_remember() {
 	done
 }
 
-# dmg_xxh FILE: xxh3-128:<hex> of FILE's bytes.
+# dmg_xxh FILE: xxh3-128:<hex> of FILE's bytes ($KVT_XXH128).  Fails, with
+# the reason on stdout, when FILE cannot be hashed.
 dmg_xxh() {
-	echo "xxh3-128:$(xxh128sum "$1" 2>/dev/null | cut -d' ' -f1)"
+	local out
+	if ! out=$("$KVT_XXH128" "$1" 2>&1) || [[ ! "$out" =~ ^[0-9a-f]{32}\ \  ]]; then
+		echo "cannot hash $1: $out"
+		return 1
+	fi
+	echo "xxh3-128:${out%%  *}"
 }
 
 # dmg_flip_bit FILE OFFSET: flip the lowest bit of the byte at OFFSET.
@@ -106,7 +112,7 @@ dmg_apply() {
 			dd if="$T/.swap" of="$o2" bs=1M conv=notrunc status=none ||
 			return 1
 		rm -f "$T/.swap"
-		FOUND[$p]=$(dmg_xxh "$o2")
+		FOUND[$p]=$(dmg_xxh "$o2") || { echo "swap: ${FOUND[$p]}"; return 1; }
 		if [ "${FOUND[$p]}" != "${HASH[$k]}" ]; then
 			echo "swap: object of block $p now hashes ${FOUND[$p]}, not ${HASH[$k]}"
 			return 1
@@ -136,7 +142,7 @@ dmg_apply() {
 			{ echo "$kind: object has ${FOUND[$k]} bytes, not $want"; return 1; }
 		;;
 	bitflip | zeropage | swap)
-		FOUND[$k]=$(dmg_xxh "$o")
+		FOUND[$k]=$(dmg_xxh "$o") || { echo "$kind: ${FOUND[$k]}"; return 1; }
 		if [ "$(stat -c %s "$o")" != "$SIZE" ] || [ "${FOUND[$k]}" = "${HASH[$k]}" ]; then
 			echo "$kind: object has $(stat -c %s "$o") bytes, hashes ${FOUND[$k]}"
 			return 1

@@ -18,7 +18,9 @@
 #
 # Environment: top_builddir, top_srcdir (default: derived from this file),
 # KVTIERFS (default $top_builddir/src/kvtierfs), KVCLIENT (default
-# $top_builddir/tests/kvclient), TMPDIR, KVT_KEEP=1 keeps $T for debugging,
+# $top_builddir/tests/kvclient), KVT_XXH128 (default
+# $top_builddir/tests/xxh128: XXH3-128 of files, printed like xxh128sum),
+# TMPDIR, KVT_KEEP=1 keeps $T for debugging,
 # KVT_MOUNT_TIMEOUT (30 s), KVT_UMOUNT_TIMEOUT (60 s), KVT_CMD_TIMEOUT
 # (150 s: a command of ok_cmd/ok_kvclient/kvt_guard that takes longer means
 # the daemon hangs: its stacks are shown, it is killed and the file bails out).
@@ -35,10 +37,11 @@ KVT_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${top_builddir:=$top_srcdir}"
 : "${KVTIERFS:=$top_builddir/src/kvtierfs}"
 : "${KVCLIENT:=$top_builddir/tests/kvclient}"
+: "${KVT_XXH128:=$top_builddir/tests/xxh128}"
 : "${KVT_MOUNT_TIMEOUT:=30}"
 : "${KVT_UMOUNT_TIMEOUT:=60}"
 : "${KVT_CMD_TIMEOUT:=150}"
-export top_srcdir top_builddir KVTIERFS KVCLIENT
+export top_srcdir top_builddir KVTIERFS KVCLIENT KVT_XXH128
 
 T=
 LOWER=
@@ -486,6 +489,7 @@ kvt_setup() {
 		{ echo "1..0 # SKIP fusermount3 is missing"; exit 0; }
 	[ -x "$KVTIERFS" ] || bail "kvtierfs is not built: $KVTIERFS"
 	[ -x "$KVCLIENT" ] || bail "kvclient is not built: $KVCLIENT (make check, or gcc -O2 -pthread -o tests/kvclient tests/kvclient-src/*.c)"
+	[ -x "$KVT_XXH128" ] || bail "xxh128 is not built: $KVT_XXH128 (make check)"
 	T=$(mktemp -d "${TMPDIR:-/tmp}/kvtierfs-test.XXXXXX") || bail "mktemp failed"
 	_kvt_main_pid=$BASHPID
 	# the TAP stream, for the exit trap: a signal may arrive while a
@@ -590,9 +594,23 @@ kvt_snapshot() {
 		xargs -0 -r md5sum)
 }
 
-# kvt_count_tmp DIR: number of names ending in .tmp under DIR.
+# kvt_count_tmp DIR: number of names ending in .tmp under DIR.  When find
+# fails (EIO, ENOTCONN, a hung mount, ...) it prints no number but
+# "FIND FAILED: <status and first error>" and returns 1: callers check
+# the status and the number, e.g. n=$(kvt_count_tmp "$MNT") && [ "$n" = 0 ].
 kvt_count_tmp() {
-	kvt_guard find "$1" -name '*.tmp' 2>/dev/null | wc -l
+	local out st n
+	out=$(_kvt_tmpfile)
+	kvt_guard find "$1" -name '*.tmp' -printf 'x\n' >"$out" 2>"$out.err"
+	st=$?
+	if [ "$st" != 0 ]; then
+		echo "FIND FAILED: exit status $st: $(head -n 1 "$out.err")"
+		rm -f "$out" "$out.err"
+		return 1
+	fi
+	n=$(wc -l <"$out")
+	rm -f "$out" "$out.err"
+	echo "$n"
 }
 
 # kvt_first_block DIR: path of one *.bin under DIR (a path that does not

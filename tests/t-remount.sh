@@ -21,8 +21,7 @@ ok_cmd "a process writes and closes other *.tmp files (LMCache style, and at the
 	bash -c 'head -c 1048576 /dev/urandom >"$1/kv-00000000000007d0.pt.tmp" &&
 		mkdir -p "$1/sub/dir" && head -c 4096 /dev/urandom >"$1/sub/dir/x.tmp" &&
 		echo hello >"$1/plain.tmp"' _ "$MNT"
-n=$(kvt_count_tmp "$MNT")
-[ "$n" = 6 ]
+n=$(kvt_count_tmp "$MNT") && [ "$n" = 6 ]
 ok $? "the 6 temp files are visible while mounted (found $n)"
 
 t=$(kvt_run find "$MNT" -name '*.bin_*.tmp' | head -n 1)
@@ -53,8 +52,7 @@ ok $? "after remount an unread block is 'unverified' (got '$v')"
 
 ok_kvclient "verify after remount: exactly $BLOCKS complete blocks, no *.tmp" \
 	verify --dir "$MNT" --expect $BLOCKS --size $SIZE --no-tmp
-n=$(kvt_count_tmp "$MNT")
-[ "$n" = 0 ]
+n=$(kvt_count_tmp "$MNT") && [ "$n" = 0 ]
 ok $? "no *.tmp name after remount (found $n)"
 [ "$n" = 0 ] || kvt_run find "$MNT" -name '*.tmp' | head -n 5 | sed 's/^/#   /'
 
