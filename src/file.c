@@ -214,10 +214,22 @@ static void touch_atime(struct kvt_fs *fs, struct kvt_inode *ino)
 	kvt_dir_unref(pd);
 }
 
+/* @ino shows another version than @rec by now: it was replaced (rewritten
+ * in place, renamed over) between our look at it and the open. */
+static bool replaced_since(struct kvt_inode *ino, const struct kvt_record *rec)
+{
+	bool replaced;
+
+	kvt_inode_lock(ino);
+	replaced = !ino->has_record || strcmp(ino->rec.ref, rec->ref);
+	kvt_inode_unlock(ino);
+	return replaced;
+}
+
 /* Opens @h->rec's object for reading and checks it: its size, and its
  * hash unless this mount found it intact before.  A torn object is purged;
  * the answer is then ENOENT (size: the name was never really there) or EIO
- * (hash). */
+ * (hash); EAGAIN when the version was replaced meanwhile. */
 static int open_object(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_handle *h,
 		       struct kvt_note *note)
 {
@@ -227,6 +239,8 @@ static int open_object(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_hand
 	int ret;
 
 	h->fd = kvt_object_open(fs->store, &h->rec, O_RDONLY, &st);
+	if (h->fd == -ENOENT && replaced_since(ino, &h->rec))
+		return -EAGAIN; /* its object went with it: not torn */
 	if (h->fd == -ENOENT || h->fd == -EBADMSG) {
 		torn.why = KVT_TORN_MISSING;
 		kvt_purge_inode(fs, ino, &h->rec, &torn, note);
@@ -314,7 +328,10 @@ void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 		return;
 	}
 	h = handle_new(fs);
-	if (reader) {
+	/* A writer in place may replace the version between our look at
+	 * the inode and the open of its object: then look again. */
+	for (int attempt = 0; reader && attempt < 8; attempt++) {
+		kvt_notify(fs, &note, true);
 		ret = kvt_resolve_inode(fs, ino, &note);
 		kvt_inode_lock(ino);
 		published = ino->has_record;
@@ -325,7 +342,11 @@ void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 		kvt_inode_unlock(ino);
 		if (ret == 0 && published)
 			ret = open_object(fs, ino, h, &note);
+		if (ret != -EAGAIN)
+			break;
 	}
+	if (ret == -EAGAIN)
+		ret = -EIO; /* replaced eight times over while we looked */
 	kvt_inode_lock(ino);
 	if (ret < 0) {
 		/* torn or gone */

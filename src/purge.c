@@ -54,9 +54,9 @@ static void count(struct kvt_fs *fs, const struct kvt_torn_info *torn)
 }
 
 /* Racing requests find the same torn object: the one that removed it
- * tells. */
-static void report(struct kvt_fs *fs, int removed, struct kvt_dir *pd, const char *name,
-		   const struct kvt_record *rec, const struct kvt_torn_info *torn)
+ * tells.  Returns @removed. */
+static int report(struct kvt_fs *fs, int removed, struct kvt_dir *pd, const char *name,
+		  const struct kvt_record *rec, const struct kvt_torn_info *torn)
 {
 	if (removed < 0)
 		g_warning("purge of %s: %s", name, g_strerror(-removed));
@@ -66,6 +66,7 @@ static void report(struct kvt_fs *fs, int removed, struct kvt_dir *pd, const cha
 		log_purge(fs, pd, name, rec, torn);
 		count(fs, torn);
 	}
+	return removed;
 }
 
 void kvt_purge_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir *pd,
@@ -73,12 +74,16 @@ void kvt_purge_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir *pd
 		      const struct kvt_record *rec, const struct kvt_torn_info *torn,
 		      struct kvt_note *note)
 {
-	report(fs, kvt_name_purge(fs->store, pd, name, rec), pd, name, rec, torn);
+	int removed = report(fs, kvt_name_purge(fs->store, pd, name, rec), pd, name, rec, torn);
+
 	note->parent = kvt_nodeid_of(fs, p);
 	note->name = g_strdup(name);
 	note->child = 0;
 	if (child && !child->is_dir) {
-		__atomic_add_fetch(&child->purges, 1, __ATOMIC_RELEASE);
+		/* Handles opened before fail from now on; not when another
+		 * request had purged it already, or nothing was torn. */
+		if (removed)
+			__atomic_add_fetch(&child->purges, 1, __ATOMIC_RELEASE);
 		if (g_hash_table_lookup(p->children, name) == child)
 			kvt_inode_detach(child);
 		note->child = kvt_nodeid_of(fs, child);
@@ -106,9 +111,11 @@ void kvt_purge_inode(struct kvt_fs *fs, struct kvt_inode *ino,
 	} else {
 		/* Renamed over or unlinked meanwhile: the name is no longer
 		 * this object's, but the torn object still goes. */
-		report(fs, kvt_name_purge(fs->store, NULL, NULL, rec), pd, ino->name, rec, torn);
-		__atomic_add_fetch(&ino->purges, 1, __ATOMIC_RELEASE);
-		note->child = kvt_nodeid_of(fs, ino);
+		if (report(fs, kvt_name_purge(fs->store, NULL, NULL, rec), pd, ino->name, rec,
+			   torn)) {
+			__atomic_add_fetch(&ino->purges, 1, __ATOMIC_RELEASE);
+			note->child = kvt_nodeid_of(fs, ino);
+		}
 	}
 	if (p)
 		kvt_inode_unlock(p);

@@ -200,12 +200,29 @@ _kvt_bt_summary() {
 _kvt_kill_daemons() {
 	local d
 	for d in "${!KVT_DAEMONS[@]}"; do
+		# A daemon thread blocked in the kernel on its own mount (a
+		# deadlock) cannot die, and its clients wait in D state: abort
+		# the connection first, then the kill ends it.
+		kvt_abort_conn "${KVT_DAEMONS[$d]}"
 		kill -KILL "$d" 2>/dev/null
-		wait "$d" 2>/dev/null
+		_kvt_wait_pid "$d" 30
 		fusermount3 -u -z "${KVT_DAEMONS[$d]}" 2>/dev/null
 		unset "KVT_DAEMONS[$d]"
 	done
 	KVT_PID=
+}
+
+# kvt_abort_conn MOUNTPOINT: abort the FUSE connection of MOUNTPOINT
+# (fusectl), so that every request on it fails at once.
+kvt_abort_conn() {
+	local dev c=/sys/fs/fuse/connections
+	dev=$(awk -v p="$1" '$5 == p { print $3 }' /proc/self/mountinfo | tail -n 1)
+	[ -n "$dev" ] || return 0
+	if ! awk -v c="$c" '$5 == c { f = 1 } END { exit !f }' /proc/self/mountinfo; then
+		mount -t fusectl none "$c" 2>/dev/null || return 0
+	fi
+	[ -w "$c/${dev#*:}/abort" ] && echo 1 >"$c/${dev#*:}/abort"
+	return 0
 }
 
 # _kvt_check_hung: if a command found the daemon hung (flag file, so that

@@ -10,27 +10,29 @@
 # --enable-lock-checks a wrong order aborts the daemon at once.
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
-plan 9
+plan 10
 kvt_setup
 
-mount -t tmpfs -o size=64m,nr_inodes=700 kvt-locks "$LOWER" || bail "mount tmpfs"
+mount -t tmpfs -o size=64m,nr_inodes=2000 kvt-locks "$LOWER" || bail "mount tmpfs"
 kvt_mount max_inodes=64
 
-# Distinct small files until the lower disk has no inode left.
 kvt_run mkdir "$MNT/d"
-n=$(kvt_run perl -e '
-	my ($d) = @ARGV; my $n = 0;
-	for my $i (1 .. 2000) {
-		open(my $f, ">", "$d/f$i") or last;
-		print $f "block $i\n" or last;
-		close($f) or last;
-		$n++;
-	}
-	print "$n\n";' "$MNT/d")
-[ "${n:-0}" -ge 100 ]
-ok $? "stored $n files in one directory until the lower disk ran out of inodes"
+kvt_run perl -e '
+	my ($d) = @ARGV;
+	for my $i (1 .. 150) {
+		open(my $f, ">", "$d/f$i") or exit 1;
+		print $f "block $i\n" or exit 1;
+		close($f) or exit 1;
+		print "f$i\n";
+	}' "$MNT/d" >"$T/names" 2>"$T/fill.err"
+ok $? "150 files stored in one directory" || diag_file "$T/fill.err"
 
-kvt_run perl -e 'open(my $f, ">", "$ARGV[0]") and close($f) and exit 1; exit($!{ENOSPC} ? 0 : 2)' \
+# Then no inode is left on the lower disk: not even a staging file can be
+# made.  (Files at the top of LOWERDIR are nothing the mount looks at.)
+perl -e 'my ($dir) = @ARGV; for (my $i = 0; ; $i++) {
+	open(my $f, ">", "$dir/filler.$i") or exit($!{ENOSPC} ? 0 : 1) }' "$LOWER"
+ok $? "the lower disk's inodes are used up"
+kvt_run perl -e 'open(my $f, ">", "$ARGV[0]") and exit 1; exit($!{ENOSPC} ? 0 : 2)' \
 	"$MNT/d/one-more"
 ok $? "a create fails with ENOSPC (no staging file can be made)"
 
@@ -46,11 +48,12 @@ creates() {
 
 lookups() {
 	perl -e '
-		my ($d, $n, $rounds) = @ARGV; my $bad = 0;
+		my ($d, $list, $rounds) = @ARGV; my $bad = 0;
+		open(my $l, "<", $list) or exit 2; chomp(my @names = <$l>);
 		for my $r (1 .. $rounds) {
-			for my $i (1 .. $n) { $bad++ unless -e "$d/f$i" }
+			for my $f (@names) { $bad++ unless -e "$d/$f" }
 		}
-		exit($bad ? 1 : 0);' "$MNT/d" "$n" "$1"
+		exit($bad ? 1 : 0);' "$MNT/d" "$T/names" "$1"
 }
 
 forgets() {
@@ -71,12 +74,13 @@ storm() {
 
 for round in 1 2 3; do
 	kvt_run storm
-	ok $? "round $round: 12000 failed creates, 2 x $((40 * n)) lookups and drop_caches at once; none hangs"
+	ok $? "round $round: 12000 failed creates, 2 x 6000 lookups and drop_caches at once; none hangs"
 done
 
 kvt_run stat "$MNT/d/f1" >/dev/null
 ok $? "the mount still answers"
-kvt_run perl -e 'my ($d, $n) = @ARGV; for (1 .. $n) { exit 1 unless -e "$d/f$_" }
-	for my $t (1 .. 4) { exit 1 if -e "$d/new.$t.1" } exit 0' "$MNT/d" "$n"
-ok $? "every one of the $n files is still there, none of the failed ones"
+kvt_run perl -e 'my ($d, $list) = @ARGV; open(my $l, "<", $list) or exit 2;
+	while (<$l>) { chomp; exit 1 unless -e "$d/$_" }
+	for my $t (1 .. 4) { exit 1 if -e "$d/new.$t.1" } exit 0' "$MNT/d" "$T/names"
+ok $? "every one of the 150 files is still there, none of the failed ones"
 kvt_umount
