@@ -4,6 +4,7 @@
 #include "lockorder.h"
 
 #ifdef KVT_LOCK_CHECKS
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -1,0 +1,49 @@
+#!/bin/bash
+# A server's number of blocks: 100000 blocks of 4 KiB stored through the
+# mount in vLLM's layout (<3 hex>/<2 hex>_g0/<hash>.bin, about 100000
+# directories) by 16 threads, then loaded back: not one error, and the
+# daemon's open files stay bounded by -o max_dir_fds, not by the number of
+# directories.
+#
+# KVT_SCALE_BLOCKS (default 100000) sets the number of blocks.
+# kvt-timeout: 900
+. "$(dirname "$0")/lib.sh"
+
+BLOCKS=${KVT_SCALE_BLOCKS:-100000}
+MAX_DIR_FDS=256
+# What the daemon holds open besides its directory cache: stdio, the
+# FUSE device, the store's own directories and lock, the 256 object
+# fan-out directories, and a splice pipe and an io_uring ring for each of
+# at most 64 request threads.
+FIXED=512
+
+plan 8
+kvt_require_root
+kvt_setup
+kvt_mount max_dir_fds=$MAX_DIR_FDS
+
+fds() {
+	find /proc/"$KVT_PID"/fd -mindepth 1 -maxdepth 1 2>/dev/null | wc -l
+}
+
+ok_kvclient "store $BLOCKS blocks of 4 KiB, vLLM layout, 16 threads" \
+	vllm-store --dir "$MNT" --blocks "$BLOCKS" --size 4K --threads 16
+grep -q "errors=0 stored=$BLOCKS " "$KVT_OUT"
+ok $? "every one stored, no error"
+
+dirs=$(find "$LOWER/names" -mindepth 1 -type d | wc -l)
+n=$(fds)
+diag "lower directories: $dirs; daemon fds after the stores: $n (max_dir_fds=$MAX_DIR_FDS)"
+[ "$dirs" -gt $((10 * (MAX_DIR_FDS + FIXED))) ] && [ "$n" -le $((MAX_DIR_FDS + FIXED)) ]
+ok $? "the daemon's open files ($n) stay within max_dir_fds + $FIXED, with $dirs directories"
+
+ok_kvclient "load all $BLOCKS back, every byte checked" \
+	vllm-load --dir "$MNT" --blocks "$BLOCKS" --size 4K --threads 16
+grep -q "errors=0" "$KVT_OUT"
+ok $? "no load failed"
+
+n=$(fds)
+diag "daemon fds after the loads: $n"
+[ "$n" -le $((MAX_DIR_FDS + FIXED)) ]
+ok $? "and the open files are still within the bound after every directory was visited again ($n)"
+kvt_umount
