@@ -83,7 +83,6 @@ void kvt_op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_set,
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_inode *ino = kvt_inode_of(fs, n);
 	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } }, now;
-	struct stat st;
 	int ret = 0;
 
 	if (to_set & FUSE_SET_ATTR_SIZE) {
@@ -111,10 +110,5 @@ void kvt_op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_set,
 		ret = ino->is_dir ? set_dir(fs, ino, attr, to_set, ts) :
 				    set_file(fs, ino, attr, to_set, ts);
 out:
-	if (ret == 0)
-		ret = kvt_inode_attr(fs, ino, &st);
-	if (ret < 0)
-		fuse_reply_err(req, -ret);
-	else
-		fuse_reply_attr(req, &st, fs->attr_timeout);
+	kvt_reply_attr(req, fs, ino, ret);
 }

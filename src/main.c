@@ -17,9 +17,10 @@
 #include "store.h"
 #include "uring.h"
 
-static void die(const char *fmt, ...) G_GNUC_PRINTF(1, 2) G_GNUC_NORETURN;
+/* One line on stderr: "kvtierfs: <why>". */
+static void say(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 
-static void die(const char *fmt, ...)
+static void say(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -28,7 +29,6 @@ static void die(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	exit(1);
 }
 
 static bool is_mountpoint(const char *path)
@@ -60,17 +60,26 @@ static char *check_mountpoint(const char *arg)
 
 	if (stat(arg, &st)) {
 		if (errno == ENOTCONN)
-			die("MOUNTPOINT %s: a dead mount is still there; clean it with fusermount3 -u -z %s",
+			say("MOUNTPOINT %s: a dead mount is still there; clean it with fusermount3 -u -z %s",
 			    arg, arg);
-		die("MOUNTPOINT %s: %s", arg, g_strerror(errno));
+		else
+			say("MOUNTPOINT %s: %s", arg, g_strerror(errno));
+		return NULL;
 	}
-	if (!S_ISDIR(st.st_mode))
-		die("MOUNTPOINT %s: not a directory", arg);
+	if (!S_ISDIR(st.st_mode)) {
+		say("MOUNTPOINT %s: not a directory", arg);
+		return NULL;
+	}
 	real = realpath(arg, NULL);
-	if (!real)
-		die("MOUNTPOINT %s: %s", arg, g_strerror(errno));
-	if (is_mountpoint(real))
-		die("MOUNTPOINT %s: already mounted", arg);
+	if (!real) {
+		say("MOUNTPOINT %s: %s", arg, g_strerror(errno));
+		return NULL;
+	}
+	if (is_mountpoint(real)) {
+		say("MOUNTPOINT %s: already mounted", arg);
+		free(real);
+		return NULL;
+	}
 	return real;
 }
 
@@ -88,15 +97,24 @@ static char *check_lowerdir(const char *arg, const char *mnt)
 	struct stat st;
 	char *real;
 
-	if (stat(arg, &st))
-		die("LOWERDIR %s: %s", arg, g_strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		die("LOWERDIR %s: not a directory", arg);
+	if (stat(arg, &st)) {
+		say("LOWERDIR %s: %s", arg, g_strerror(errno));
+		return NULL;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		say("LOWERDIR %s: not a directory", arg);
+		return NULL;
+	}
 	real = realpath(arg, NULL);
-	if (!real)
-		die("LOWERDIR %s: %s", arg, g_strerror(errno));
-	if (path_within(real, mnt) || path_within(mnt, real))
-		die("LOWERDIR %s and MOUNTPOINT must not contain each other", arg);
+	if (!real) {
+		say("LOWERDIR %s: %s", arg, g_strerror(errno));
+		return NULL;
+	}
+	if (path_within(real, mnt) || path_within(mnt, real)) {
+		say("LOWERDIR %s and MOUNTPOINT must not contain each other", arg);
+		free(real);
+		return NULL;
+	}
 	return real;
 }
 
@@ -110,103 +128,137 @@ static void raise_nofile(void)
 	}
 }
 
+/* The mount's state from its options and its open store. */
+static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_store *store)
+{
+	g_mutex_init(&fs->tree_lock);
+	g_mutex_init(&fs->live_lock);
+	g_mutex_init(&fs->lru_lock);
+	fs->store = store;
+	fs->dirs = kvt_dircache_new(o->max_dir_fds);
+	fs->root = kvt_inode_new_root(fs, kvt_store_names(store));
+	fs->tmp_suffix = o->tmp_suffix;
+	fs->entry_timeout = o->entry_timeout;
+	fs->negative_timeout = o->negative_timeout;
+	fs->attr_timeout = o->attr_timeout;
+	fs->verify_always = o->verify_always;
+	fs->max_inodes = o->max_inodes;
+	fs->verifier = kvt_verifier_new(o->verify_cache);
+	kvt_store_set_stats(store, &fs->stats);
+	fs->notifier = kvt_notifier_new(fs);
+}
+
+/* Everything fs_init made, and the store; files being written die with
+ * the mount (nothing unpublished survives). */
+static void fs_fini(struct kvt_fs *fs)
+{
+	kvt_notifier_free(g_steal_pointer(&fs->notifier));
+	kvt_fs_free_all(fs);
+	kvt_dircache_free(fs->dirs);
+	kvt_store_close(fs->store);
+	kvt_verifier_free(fs->verifier);
+	g_mutex_clear(&fs->lru_lock);
+	g_mutex_clear(&fs->live_lock);
+	g_mutex_clear(&fs->tree_lock);
+}
+
+/* Mounts, says ready, serves until unmounted; the exit status. */
+static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt)
+{
+	struct fuse_loop_config *loop;
+	int ret;
+
+	if (fuse_set_signal_handlers(fs->se)) {
+		say("cannot set signal handlers");
+		return 1;
+	}
+	if (fuse_session_mount(fs->se, mnt)) {
+		say("MOUNTPOINT %s: mount failed", o->mountpoint);
+		fuse_remove_signal_handlers(fs->se);
+		return 1;
+	}
+	if (fuse_daemonize(o->foreground)) {
+		say("cannot daemonize");
+		fuse_session_unmount(fs->se);
+		fuse_remove_signal_handlers(fs->se);
+		return 1;
+	}
+	if (o->ready_fd >= 0) {
+		g_autofree char *line = g_strdup_printf("ready %d\n", getpid());
+
+		if (write(o->ready_fd, line, strlen(line)) < 0)
+			g_warning("ready_fd %d: %s", o->ready_fd, g_strerror(errno));
+		close(o->ready_fd);
+	}
+
+	/* libfuse 3.14 keeps idle threads by default (max_idle_threads -1):
+	 * creating them per request would burn CPU. */
+	loop = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_max_threads(loop, o->max_threads);
+	if (o->max_idle_threads >= 0)
+		fuse_loop_cfg_set_idle_threads(loop, (unsigned)o->max_idle_threads);
+	ret = fuse_session_loop_mt(fs->se, loop);
+	fuse_loop_cfg_destroy(loop);
+	/* What is still queued for the kernel goes before it is gone. */
+	kvt_notifier_free(g_steal_pointer(&fs->notifier));
+	fuse_session_unmount(fs->se);
+	fuse_remove_signal_handlers(fs->se);
+	return ret ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct kvt_options o;
 	g_autoptr(GError) err = NULL;
-	struct fuse_loop_config *loop;
+	struct kvt_store *store = NULL;
 	struct kvt_fs fs = { 0 };
-	char *lower, *mnt;
-	int ret;
+	char *lower = NULL, *mnt = NULL;
+	int ret = 1;
 
 	kvt_log_init(FALSE);
 	if (kvt_options_parse(argc, argv, &o))
-		exit(1);
+		goto out;
 	if (o.version)
 		printf("kvtierfs %s (store format %d)\n", PACKAGE_VERSION, KVT_FORMAT_VERSION);
 	if (o.help || o.version) {
-		kvt_options_free(&o);
-		return 0;
+		ret = 0;
+		goto out;
 	}
 	/* max_read: libfuse splices a reply through a pipe that must hold the
 	 * reply and three more pages, and an unprivileged pipe holds at most
 	 * 1 MiB (fs.pipe-max-size); reads a little under 1 MiB keep every
 	 * reply of object bytes zero-copy.  First, as the default it is. */
 	if (fuse_opt_insert_arg(&o.fuse_args, 1, "-omax_read=" G_STRINGIFY(KVT_MAX_READ)))
-		exit(1);
+		goto out;
 	kvt_log_init(o.debug);
 
 	mnt = check_mountpoint(o.mountpoint);
-	lower = check_lowerdir(o.lowerdir, mnt);
-
+	lower = mnt ? check_lowerdir(o.lowerdir, mnt) : NULL;
+	if (!lower)
+		goto out;
 	fs.se = fuse_session_new(&o.fuse_args, &kvt_fuse_ops, sizeof(kvt_fuse_ops), &fs);
 	if (!fs.se)
-		exit(1); /* libfuse said why, on one line */
-
-	fs.store = kvt_store_open(lower, &err);
-	if (!fs.store)
-		die("%s", err->message);
-	if (kvt_store_stale_removed(fs.store))
+		goto out; /* libfuse said why, on one line */
+	store = kvt_store_open(lower, &err);
+	if (!store) {
+		say("%s", err->message);
+		goto out;
+	}
+	if (kvt_store_stale_removed(store))
 		g_message("removed staging left by %u dead mount(s)",
-			  kvt_store_stale_removed(fs.store));
-	g_mutex_init(&fs.tree_lock);
-	g_mutex_init(&fs.live_lock);
-	g_mutex_init(&fs.lru_lock);
-	fs.dirs = kvt_dircache_new(o.max_dir_fds);
-	fs.root = kvt_inode_new_root(&fs, kvt_store_names(fs.store));
-	fs.tmp_suffix = o.tmp_suffix;
-	fs.entry_timeout = o.entry_timeout;
-	fs.negative_timeout = o.negative_timeout;
-	fs.attr_timeout = o.attr_timeout;
-	fs.verify_always = o.verify_always;
+			  kvt_store_stale_removed(store));
+	fs_init(&fs, &o, store);
 	kvt_uring_enable(!o.no_uring);
-	fs.max_inodes = o.max_inodes;
-	fs.verifier = kvt_verifier_new(o.verify_cache);
-	kvt_store_set_stats(fs.store, &fs.stats);
-	fs.notifier = kvt_notifier_new(&fs);
 	raise_nofile();
-
-	if (fuse_set_signal_handlers(fs.se) ||
-	    fuse_session_mount(fs.se, mnt)) {
-		kvt_store_close(fs.store);
-		die("MOUNTPOINT %s: mount failed", o.mountpoint);
-	}
-	if (fuse_daemonize(o.foreground)) {
-		fuse_session_unmount(fs.se);
-		kvt_store_close(fs.store);
-		die("cannot daemonize");
-	}
-	if (o.ready_fd >= 0) {
-		g_autofree char *line = g_strdup_printf("ready %d\n", getpid());
-
-		if (write(o.ready_fd, line, strlen(line)) < 0)
-			g_warning("ready_fd %d: %s", o.ready_fd, g_strerror(errno));
-		close(o.ready_fd);
-	}
-
-	/* libfuse 3.14 keeps idle threads by default (max_idle_threads -1):
-	 * creating them per request would burn CPU. */
-	loop = fuse_loop_cfg_create();
-	fuse_loop_cfg_set_max_threads(loop, o.max_threads);
-	if (o.max_idle_threads >= 0)
-		fuse_loop_cfg_set_idle_threads(loop, (unsigned)o.max_idle_threads);
-	ret = fuse_session_loop_mt(fs.se, loop);
-	fuse_loop_cfg_destroy(loop);
-
-	kvt_notifier_free(g_steal_pointer(&fs.notifier));
-	fuse_session_unmount(fs.se);
-	fuse_remove_signal_handlers(fs.se);
-	fuse_session_destroy(fs.se);
-	/* Pending files die with the mount (nothing unpublished survives). */
-	kvt_fs_free_all(&fs);
-	kvt_dircache_free(fs.dirs);
-	kvt_store_close(fs.store);
-	kvt_verifier_free(fs.verifier);
-	g_mutex_clear(&fs.lru_lock);
-	g_mutex_clear(&fs.live_lock);
-	g_mutex_clear(&fs.tree_lock);
+	ret = serve(&fs, &o, mnt);
+	/* The session's destroy frees what the kernel left, then the rest. */
+	fuse_session_destroy(g_steal_pointer(&fs.se));
+	fs_fini(&fs);
+out:
+	if (fs.se)
+		fuse_session_destroy(fs.se);
 	kvt_options_free(&o);
 	free(lower);
 	free(mnt);
-	return ret ? 1 : 0;
+	return ret;
 }

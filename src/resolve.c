@@ -253,21 +253,27 @@ void kvt_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	kvt_notify(fs, &note, false);
 }
 
-void kvt_op_getattr(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+void kvt_reply_attr(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *ino, int ret)
 {
-	struct kvt_fs *fs = kvt_fs_of(req);
-	struct kvt_inode *ino = kvt_inode_of(fs, n);
-	struct kvt_note note = { 0 };
 	struct stat st;
-	int ret = kvt_resolve_inode(fs, ino, &note);
 
-	kvt_notify(fs, &note, true);
 	if (ret == 0)
 		ret = kvt_inode_attr(fs, ino, &st);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
 		fuse_reply_attr(req, &st, fs->attr_timeout);
+}
+
+void kvt_op_getattr(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	struct kvt_note note = { 0 };
+	int ret = kvt_resolve_inode(fs, ino, &note);
+
+	kvt_notify(fs, &note, true);
+	kvt_reply_attr(req, fs, ino, ret);
 }
 
 void kvt_op_statfs(fuse_req_t req, fuse_ino_t n)

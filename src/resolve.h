@@ -9,6 +9,9 @@ void kvt_file_attr(struct kvt_inode *ino, struct stat *st);
 /* Attributes of any inode; no inode lock held. */
 int kvt_inode_attr(struct kvt_fs *fs, struct kvt_inode *ino, struct stat *st);
 
+/* Replies to GETATTR or SETATTR: @ino's attributes, or the error @ret. */
+void kvt_reply_attr(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *ino, int ret);
+
 /* The reply to a lookup of @ino (caller holds its parent's lock, or the
  * inode is not visible yet); a directory's attributes are @dir_st, its
  * lower directory's as just seen. */

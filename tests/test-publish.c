@@ -299,7 +299,6 @@ static void test_publish(struct kvt_store *s)
 		struct kvt_meta meta = { .mode = 0600 };
 		struct stat rst;
 
-		kvt_record_copy(&rec, &p1.rec);
 		kvt_published_clear(&p1);
 		ok(kvt_name_read(names, "one", &rec, NULL) == 0, "the record of 'one' is read");
 		rec.xattrs = kvt_xattrs_new();
