@@ -72,10 +72,13 @@ int main(int argc, char **argv)
 		usage();
 
 	se = fuse_session_new(&args, &null_ops, sizeof(null_ops), NULL);
+	/* libfuse's parse may have copied the arguments: they are ours. */
+	fuse_opt_free_args(&args);
 	if (!se)
 		return 1;
 	if (fuse_set_signal_handlers(se) || fuse_session_mount(se, argv[optind + 1])) {
 		fprintf(stderr, "kvtierfs-nullfs: cannot mount on %s\n", argv[optind + 1]);
+		fuse_session_destroy(se);
 		return 1;
 	}
 	if (ready_fd >= 0) {
