@@ -1,0 +1,208 @@
+/* Unit tests of the door to LOWERDIR (lower.h) and of the bounded
+ * directory cache (dircache.h): nothing is reached through a symbolic
+ * link, a FIFO where a file should be is refused without blocking, names
+ * are one component, and a store with a planted link is refused without
+ * touching what the link points to.  Prints TAP. */
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../src/dircache.h"
+#include "../src/layout.h"
+#include "../src/lower.h"
+#include "unit.h"
+
+static char *path_in(const char *top, const char *rel)
+{
+	return g_build_filename(top, rel, NULL);
+}
+
+static void test_names(void)
+{
+	ok(!kvt_name_ok("") && !kvt_name_ok(".") && !kvt_name_ok("..") &&
+	   !kvt_name_ok("a/b") && !kvt_name_ok(NULL) && kvt_name_ok("a.b") &&
+	   kvt_name_ok("..x"), "a name is one path component, never . or ..");
+}
+
+static void test_links(const char *top, const char *outside)
+{
+	g_autofree char *a = path_in(top, "a"), *ab = path_in(top, "a/b");
+	g_autofree char *link = path_in(top, "link"), *out = path_in(top, "out");
+	g_autofree char *file = path_in(top, "a/file"), *flink = path_in(top, "a/flink");
+	g_autofree char *secret = path_in(outside, "secret");
+	g_autoptr(kvt_dir) root = NULL;
+	struct kvt_dir *d = NULL;
+	struct stat st;
+	int fd, ret;
+
+	g_mkdir(a, 0755);
+	g_mkdir(ab, 0755);
+	g_file_set_contents(file, "x", 1, NULL);
+	g_file_set_contents(secret, "secret", 6, NULL);
+	chmod(secret, 0600);
+	symlink("a", link);
+	symlink(outside, out);
+	symlink(secret, flink);
+
+	ok(kvt_dir_open_root(top, &root) == 0, "LOWERDIR is opened");
+	ok(kvt_dir_open(root, "a/b", &d) == 0, "a path of two components beneath it opens");
+	kvt_dir_unref(g_steal_pointer(&d));
+	ret = kvt_dir_open(root, "link", &d);
+	ok((ret == -ELOOP || ret == -ENOTDIR) && !d,
+	   "a symbolic link to a directory inside is not followed (ELOOP, ENOTDIR)");
+	ok(kvt_dir_open(root, "link/b", &d) < 0 && !d,
+	   "nor as a component of a path");
+	ok(kvt_dir_open(root, "out", &d) < 0 && kvt_dir_open(root, "../", &d) < 0 &&
+	   kvt_dir_open(root, "/tmp", &d) < 0 && !d,
+	   "a link outside, '..' and an absolute path are refused");
+	ok(kvt_dir_open(root, "a", &d) == 0, "a directory is held");
+	fd = kvt_dir_open_file(d, "flink", O_RDONLY, 0, NULL);
+	ok(fd == -EBADMSG, "a symbolic link where a file should be is refused (EBADMSG)");
+	ok(kvt_dir_setattr(d, "flink", KVT_SET_MODE, 0666, 0, 0, NULL) == -EBADMSG &&
+	   stat(secret, &st) == 0 && (st.st_mode & 07777) == 0600,
+	   "chmod through it is refused, and the file outside keeps its mode");
+	ok(kvt_dir_unlink(d, "b/x") == -EINVAL && kvt_dir_stat(d, "..", &st) == -EINVAL,
+	   "an operation on a name of several components or '..' is refused (EINVAL)");
+	ok(kvt_dir_open_file(d, "b", O_RDONLY, 0, NULL) == -EBADMSG,
+	   "a directory where a file should be is refused");
+	fd = kvt_dir_open_file(d, "file", O_RDONLY, 0, &st);
+	ok(fd >= 0 && S_ISREG(st.st_mode) && st.st_size == 1, "a regular file opens, with its metadata");
+	if (fd >= 0)
+		close(fd);
+	kvt_dir_unref(d);
+}
+
+static void test_fifo(const char *top)
+{
+	g_autofree char *fifo = path_in(top, "fifo");
+	g_autoptr(kvt_dir) root = NULL;
+	int r1, r2;
+
+	mkfifo(fifo, 0644);
+	kvt_dir_open_root(top, &root);
+	/* A FIFO nobody writes would block an open for reading forever. */
+	alarm(10);
+	r1 = kvt_dir_open_file(root, "fifo", O_RDONLY, 0, NULL);
+	r2 = kvt_dir_open_file(root, "fifo", O_WRONLY, 0, NULL);
+	alarm(0);
+	ok(r1 == -EBADMSG && r2 == -EBADMSG,
+	   "a FIFO where a file should be is refused, for reading or writing, without blocking");
+	g_unlink(fifo);
+}
+
+static void test_list(const char *top)
+{
+	g_autoptr(kvt_dir) root = NULL;
+	g_autoptr(GPtrArray) ents = NULL;
+	int ret;
+
+	kvt_dir_open_root(top, &root);
+	ents = kvt_dir_list(root, true, &ret);
+	ok(ents && ents->len == 3 &&
+	   !strcmp(((struct kvt_dirent *)ents->pdata[0])->name, "a") &&
+	   !strcmp(((struct kvt_dirent *)ents->pdata[2])->name, "out"),
+	   "a listing has every entry but . and .., sorted");
+}
+
+static void test_dircache(const char *top)
+{
+	struct kvt_dircache *c = kvt_dircache_new(4);
+	g_autoptr(kvt_dir) root = NULL;
+	struct kvt_dir *held = NULL, *d;
+	struct stat st;
+	bool good = true;
+
+	kvt_dir_open_root(top, &root);
+	for (uint64_t k = 1; k <= 10; k++) {
+		good = good && kvt_dir_open(root, "a", &d) == 0;
+		if (!good)
+			break;
+		kvt_dircache_put(c, k, d);
+		if (k == 1)
+			held = kvt_dircache_get(c, 1);
+		kvt_dir_unref(d);
+	}
+	ok(good && kvt_dircache_size(c) == 4, "dircache: 10 directories put, 4 kept (its capacity)");
+	ok(!kvt_dircache_get(c, 1) && !kvt_dircache_get(c, 6), "the least recently used went");
+	d = kvt_dircache_get(c, 10);
+	ok(d && d->refs == 2, "the latest is there, referenced by the cache and the caller");
+	kvt_dir_unref(d);
+	ok(held && fstat(held->fd, &st) == 0 && S_ISDIR(st.st_mode),
+	   "a directory evicted while held stays open for its holder");
+	kvt_dir_unref(held);
+	kvt_dircache_drop(c, 10);
+	ok(!kvt_dircache_get(c, 10) && kvt_dircache_size(c) == 3, "a dropped one is gone");
+	kvt_dircache_free(c);
+}
+
+static void test_sync_up(const char *top)
+{
+	g_autoptr(kvt_dir) root = NULL, ab = NULL;
+
+	kvt_dir_open_root(top, &root);
+	kvt_dir_open(root, "a/b", &ab);
+	ok(ab && kvt_dir_sync_up(ab, root) == 0, "a directory and every one above it are synced");
+}
+
+/* A store whose staging/ was replaced by a link to another directory:
+ * the mount and fsck refuse it, and the other directory keeps its
+ * files. */
+static void test_planted_staging(const char *outside)
+{
+	g_autofree char *top = g_dir_make_tmp("kvt-lower-store-XXXXXX", NULL);
+	g_autofree char *staging = path_in(top, "staging");
+	g_autofree char *victim = path_in(outside, "victim");
+	g_autofree char *victim_file = path_in(outside, "victim/file");
+	g_autoptr(GError) err = NULL;
+	struct kvt_store *s = kvt_store_open(top, &err);
+	struct kvt_layout l;
+
+	kvt_store_close(s);
+	g_mkdir(victim, 0755);
+	g_file_set_contents(victim_file, "keep", 4, NULL);
+	{
+		g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", staging);
+
+		ok(s && system(cmd) == 0 && symlink(victim, staging) == 0,
+		   "a store's staging/ is replaced by a link to another directory");
+	}
+	s = kvt_store_open(top, &err);
+	ok(!s && err && strstr(err->message, "staging"), "the store is refused, saying why");
+	g_clear_error(&err);
+	ok(!kvt_layout_open(top, KVT_LAYOUT_EXISTING, &l, &err), "fsck's way in refuses it too");
+	ok(g_file_test(victim_file, G_FILE_TEST_EXISTS), "and the directory the link points to keeps its files");
+	kvt_store_close(s);
+	{
+		g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", top);
+
+		system(cmd);
+	}
+}
+
+int main(void)
+{
+	g_autofree char *top = g_dir_make_tmp("kvt-lower-XXXXXX", NULL);
+	g_autofree char *outside = g_dir_make_tmp("kvt-lower-out-XXXXXX", NULL);
+
+	printf("1..25\n");
+	test_names();
+	test_links(top, outside);
+	test_fifo(top);
+	test_list(top);
+	test_dircache(top);
+	test_sync_up(top);
+	test_planted_staging(outside);
+	{
+		g_autofree char *cmd = g_strdup_printf("rm -rf '%s' '%s'", top, outside);
+
+		ok(system(cmd) == 0, "cleanup");
+	}
+	return n_fail ? 1 : 0;
+}
