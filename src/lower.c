@@ -327,6 +327,7 @@ GPtrArray *kvt_dir_list(struct kvt_dir *d, bool sorted, int *err)
 			continue;
 		len = strlen(de->d_name);
 		e = g_malloc(sizeof(*e) + len + 1);
+		e->ino = de->d_ino;
 		e->type = de->d_type;
 		memcpy(e->name, de->d_name, len + 1);
 		g_ptr_array_add(out, e);

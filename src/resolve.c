@@ -15,7 +15,7 @@
 void kvt_file_attr(struct kvt_inode *ino, struct stat *st)
 {
 	*st = ino->meta;
-	st->st_ino = ino->serial;
+	st->st_ino = ino->st_ino;
 	st->st_nlink = 1;
 	if (!ino->has_record) {
 		st->st_size = ino->stage ? (off_t)kvt_stage_size(ino->stage) : 0;
@@ -34,7 +34,7 @@ int kvt_inode_attr(struct kvt_fs *fs, struct kvt_inode *ino, struct stat *st)
 
 		if (ret == 0)
 			ret = kvt_dir_stat(d, NULL, st);
-		st->st_ino = ino->serial;
+		st->st_ino = ino->st_ino;
 		return ret;
 	}
 	kvt_inode_lock(ino);
@@ -52,7 +52,7 @@ void kvt_fill_entry(struct kvt_fs *fs, struct kvt_inode *ino, const struct stat 
 	e->entry_timeout = fs->entry_timeout;
 	if (ino->is_dir) {
 		e->attr = *dir_st;
-		e->attr.st_ino = ino->serial;
+		e->attr.st_ino = ino->st_ino;
 	} else {
 		kvt_inode_lock(ino);
 		kvt_file_attr(ino, &e->attr);
@@ -136,6 +136,7 @@ static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kv
 		if (child)
 			kvt_inode_detach(child);
 		file = kvt_inode_new_file(fs, p, name);
+		file->st_ino = st->st_ino; /* its record's */
 		kvt_inode_attach(p, file);
 	}
 	kvt_inode_lock(file);
