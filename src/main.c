@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,27 @@ static char *check_lowerdir(const char *arg, const char *mnt)
 		return NULL;
 	}
 	return real;
+}
+
+static void *wait_for_cancel(void *arg)
+{
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* glibc loads libgcc_s the first time a thread is cancelled, and libfuse
+ * cancels its workers at unmount: a daemon out of file descriptors by
+ * then could not load it and aborted, leaving its staging behind.  One
+ * thread cancelled now loads it for good. */
+static void load_unwinder(void)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, wait_for_cancel, NULL) == 0) {
+		pthread_cancel(t);
+		pthread_join(t, NULL);
+	}
 }
 
 static void raise_nofile(void)
@@ -250,6 +272,7 @@ int main(int argc, char **argv)
 	fs_init(&fs, &o, store);
 	kvt_uring_enable(!o.no_uring);
 	raise_nofile();
+	load_unwinder();
 	ret = serve(&fs, &o, mnt);
 	/* The session's destroy frees what the kernel left, then the rest. */
 	fuse_session_destroy(g_steal_pointer(&fs.se));
