@@ -389,6 +389,8 @@ static void check_record(struct ctx *c, struct kvt_dir *d, const char *name,
 		c->names_complete = false;
 		return;
 	}
+	if (rec.kind != KVT_KIND_FILE)
+		goto out; /* a link or a special file: no object */
 	refname = kvt_object_ref_name(&rec);
 	refp = g_strdup_printf("%.2s/%s", refname, refname);
 	objpath = kvt_object_path(&rec);

@@ -167,7 +167,7 @@ void kvt_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	int ret;
 
 	if (!S_ISREG(mode)) {
-		fuse_reply_err(req, EPERM);
+		kvt_make_special(req, parent, name, mode, rdev);
 		return;
 	}
 	ret = kvt_inode_dir(fs, p, &pd);
@@ -321,6 +321,14 @@ void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 
 	if (ino->is_dir) {
 		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	kvt_inode_lock(ino);
+	ret = ino->has_record && ino->rec.kind != KVT_KIND_FILE ? EINVAL : 0;
+	kvt_inode_unlock(ino);
+	if (ret) {
+		/* The kernel opens links and special files itself. */
+		fuse_reply_err(req, ret);
 		return;
 	}
 	if (!may_open(ino, fuse_req_ctx(req), fi->flags)) {

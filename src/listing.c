@@ -27,6 +27,25 @@ static void dir_add(GArray *a, const char *name, unsigned char type, uint64_t in
 	g_array_append_val(a, d);
 }
 
+/* The type a listing says of a name: a record may be a file, a link or a
+ * special file, which only reading it tells; unknown (DT_UNKNOWN, which
+ * makes a reader that cares ask) until an inode was made from it.
+ * Caller holds the directory's lock. */
+static unsigned char entry_type(struct kvt_inode *c, unsigned char lower)
+{
+	unsigned char type = DT_REG;
+
+	if (!c)
+		return lower == DT_REG ? DT_UNKNOWN : lower;
+	if (c->is_dir)
+		return DT_DIR;
+	kvt_inode_lock(c);
+	if (c->has_record)
+		type = IFTODT(kvt_kind_type(c->rec.kind));
+	kvt_inode_unlock(c);
+	return type;
+}
+
 static void clear_dir_entry(gpointer p)
 {
 	g_free(((struct dir_entry *)p)->name);
@@ -80,7 +99,7 @@ void kvt_op_opendir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 			continue;
 		/* The inode number stat will give: the known inode's, else
 		 * the lower one, which an inode made from it takes. */
-		dir_add(dh->entries, e->name, e->type, c ? c->st_ino : e->ino);
+		dir_add(dh->entries, e->name, entry_type(c, e->type), c ? c->st_ino : e->ino);
 		g_hash_table_add(seen, (gpointer)e->name);
 	}
 	/* Files being written here exist only in memory so far. */
@@ -123,6 +142,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 
 			if (dot) {
 				e.attr.st_mode = de->type << 12;
+				e.attr.st_ino = de->ino;
 			} else if (kvt_do_lookup(fs, dir, d, de->name, &e, &note) < 0) {
 				/* Vanished since opendir, or torn; the kernel
 				 * learns of a purge once this reply is out. */

@@ -133,6 +133,25 @@ plain_rename:
 	return ret;
 }
 
+int kvt_name_create(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		    const struct kvt_record *rec, const struct kvt_meta *meta)
+{
+	g_autofree char *tmp = NULL;
+	struct stat st;
+	int ret = write_stage_record(s, rec, meta, &tmp);
+
+	if (ret < 0)
+		return ret;
+	ret = kvt_dir_rename(s->stage, tmp, d, name, RENAME_NOREPLACE);
+	if (ret == -EINVAL) {
+		/* No renameat2 flags here (NFS): a link refuses an existing
+		 * name as atomically. */
+		ret = kvt_dir_stat(d, name, &st) == 0 ? -EEXIST : kvt_dir_link(s->stage, tmp, d, name);
+	}
+	kvt_dir_unlink(s->stage, tmp);
+	return ret;
+}
+
 int kvt_name_take(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		  struct kvt_record *old)
 {

@@ -34,6 +34,10 @@ int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
 int kvt_name_install(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		     const struct kvt_record *rec, const struct kvt_meta *meta,
 		     struct kvt_record *old);
+/* Atomically puts @rec at @d/@name if nothing is there: -EEXIST if
+ * something is (symlink(2), mknod(2)). */
+int kvt_name_create(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		    const struct kvt_record *rec, const struct kvt_meta *meta);
 /* Atomically removes the record @d/@name, returned in @old (ref[0] == 0
  * when it did not parse) for the caller to release. */
 int kvt_name_take(struct kvt_store *s, struct kvt_dir *d, const char *name,

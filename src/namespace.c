@@ -1,6 +1,7 @@
 /* The namespace: mkdir, rmdir, unlink, rename.  Each change is made on
  * the lower directory first (name.h), then in the inode tree. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,6 +36,97 @@ void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	else
 		fuse_reply_entry(req, &e);
 	kvt_notify(fs, &note, false);
+}
+
+/* A symbolic link or a special file: a record and nothing else, made
+ * under @name only if nothing is there.  The reply is the lookup's. */
+static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      struct kvt_record *rec, mode_t mode)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct kvt_inode *p = kvt_inode_of(fs, parent), *child;
+	struct kvt_meta meta = { .mode = mode & 07777, .uid = ctx->uid, .gid = ctx->gid };
+	g_autoptr(kvt_dir) pd = NULL;
+	struct kvt_note note = { 0 };
+	struct fuse_entry_param e;
+	int ret = strlen(name) > NAME_MAX ? -ENAMETOOLONG : kvt_inode_dir(fs, p, &pd);
+
+	if (ret == 0) {
+		kvt_inode_lock(p);
+		child = g_hash_table_lookup(p->children, name);
+		/* A file being written here has no lower entry yet. */
+		ret = child && kvt_inode_is_local(child) ? -EEXIST :
+		      kvt_name_create(fs->store, pd, name, rec, &meta);
+		kvt_inode_unlock(p);
+	}
+	if (ret == 0)
+		ret = kvt_do_lookup(fs, p, pd, name, &e, &note);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_entry(req, &e);
+	kvt_notify(fs, &note, false);
+	kvt_record_clear(rec);
+}
+
+void kvt_make_special(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      dev_t rdev)
+{
+	struct kvt_record rec;
+	int kind = kvt_kind_of_mode(mode);
+
+	if (kind <= KVT_KIND_FILE) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	kvt_record_init(&rec);
+	rec.kind = kind;
+	if (kind == KVT_KIND_CHR || kind == KVT_KIND_BLK)
+		rec.rdev = rdev;
+	make_node(req, parent, name, &rec, mode);
+}
+
+void kvt_op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
+{
+	struct kvt_record rec;
+
+	if (!target[0] || strlen(target) > PATH_MAX) {
+		fuse_reply_err(req, target[0] ? ENAMETOOLONG : ENOENT);
+		return;
+	}
+	kvt_record_init(&rec);
+	rec.kind = KVT_KIND_SYMLINK;
+	rec.target = g_strdup(target);
+	rec.size = strlen(target);
+	make_node(req, parent, name, &rec, 0777);
+}
+
+void kvt_op_readlink(fuse_req_t req, fuse_ino_t n)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	g_autofree char *target = NULL;
+
+	if (!ino->is_dir) {
+		kvt_inode_lock(ino);
+		if (ino->has_record && ino->rec.kind == KVT_KIND_SYMLINK)
+			target = g_strdup(ino->rec.target);
+		kvt_inode_unlock(ino);
+	}
+	if (target)
+		fuse_reply_readlink(req, target);
+	else
+		fuse_reply_err(req, EINVAL);
+}
+
+/* A hard link would need two names on one inode, whose metadata and
+ * bytes the two share; a name here is its own record of an object, so
+ * POSIX's link cannot be kept: refused, as on file systems without hard
+ * links. */
+void kvt_op_link(fuse_req_t req, fuse_ino_t n, fuse_ino_t newparent, const char *newname)
+{
+	fuse_reply_err(req, EPERM);
 }
 
 /* Two directories, in address order (caller holds the tree lock). */

@@ -17,7 +17,13 @@ void kvt_file_attr(struct kvt_inode *ino, struct stat *st)
 	*st = ino->meta;
 	st->st_ino = ino->st_ino;
 	st->st_nlink = 1;
-	if (!ino->has_record) {
+	if (ino->has_record && ino->rec.kind != KVT_KIND_FILE) {
+		/* A symbolic link or a special file: what its record says. */
+		st->st_mode = kvt_kind_type(ino->rec.kind) | (st->st_mode & 07777);
+		st->st_size = ino->rec.size;
+		st->st_rdev = ino->rec.rdev;
+		st->st_blocks = 0;
+	} else if (!ino->has_record) {
 		st->st_size = ino->stage ? (off_t)kvt_stage_size(ino->stage) : 0;
 		st->st_blocks = (st->st_size + 511) / 512;
 	} else {
@@ -80,6 +86,7 @@ void kvt_record_id(struct kvt_record *dst, const struct kvt_record *src)
 	dst->hash = src->hash;
 	dst->size = src->size;
 	memcpy(dst->ref, src->ref, sizeof(dst->ref));
+	dst->kind = src->kind;
 }
 
 /* Resolves the published file @p/@name, whose record file @st describes,
@@ -116,8 +123,21 @@ static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kv
 		}
 		if (ret < 0)
 			return ret;
+		/* Another kind under the same name: the kernel cannot change
+		 * an inode's type, so this is a new inode. */
+		if (file && file->rec.kind != rec.kind) {
+			kvt_inode_detach(file);
+			file = NULL;
+		}
 	}
-	ret = kvt_object_stat(fs->store, &rec, &ost);
+	if (rec.kind != KVT_KIND_FILE) {
+		/* No object: nothing can be torn. */
+		memset(&ost, 0, sizeof(ost));
+		ost.st_size = rec.size;
+		ret = 0;
+	} else {
+		ret = kvt_object_stat(fs->store, &rec, &ost);
+	}
 	if (ret == -ENOENT || ret == -EBADMSG) {
 		torn.why = KVT_TORN_MISSING;
 	} else if (ret < 0) {
