@@ -26,6 +26,25 @@ static bool fail(GError **err, int errnum, const char *lowerdir, const char *fmt
 	return false;
 }
 
+/* "a FIFO", "a symbolic link"...: what is at @name instead of what the
+ * layout wants there. */
+static const char *what_is(struct kvt_dir *d, const char *name)
+{
+	struct stat st;
+
+	if (kvt_dir_stat(d, name, &st) < 0)
+		return "unreadable";
+	switch (st.st_mode & S_IFMT) {
+	case S_IFDIR: return "a directory";
+	case S_IFLNK: return "a symbolic link";
+	case S_IFIFO: return "a FIFO";
+	case S_IFSOCK: return "a socket";
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	default: return "a regular file";
+	}
+}
+
 static bool is_empty(struct kvt_dir *root)
 {
 	int ret;
@@ -125,7 +144,14 @@ bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 		goto out;
 	}
 	if (ret == -EBADMSG) {
-		fail(err, EBADMSG, lowerdir, "%s is not a kvtierfs store marker", KVT_MARKER);
+		const char *what = what_is(out->root, KVT_MARKER);
+
+		if (strcmp(what, "a regular file"))
+			fail(err, EBADMSG, lowerdir, "%s is %s, not a kvtierfs store marker",
+			     KVT_MARKER, what);
+		else
+			fail(err, EBADMSG, lowerdir, "%s is not a kvtierfs store marker",
+			     KVT_MARKER);
 		goto out;
 	}
 	if (ret < 0) {
@@ -140,6 +166,11 @@ bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 	}
 	for (size_t i = 0; i < G_N_ELEMENTS(areas); i++) {
 		ret = kvt_dir_open(out->root, areas[i], dirs[i]);
+		if (ret == -ENOTDIR || ret == -ELOOP) {
+			fail(err, -ret, lowerdir, "damaged store: %s is %s, not a directory",
+			     areas[i], what_is(out->root, areas[i]));
+			goto out;
+		}
 		if (ret < 0) {
 			fail(err, -ret, lowerdir, "damaged store: %s/: %s", areas[i],
 			     g_strerror(-ret));
