@@ -354,13 +354,35 @@ static int rename_lower(struct kvt_fs *fs, struct rename *r)
 	return 0;
 }
 
+/* @r->src moves to its new name; its old parent's reference is the
+ * caller's to drop. */
+static struct kvt_inode *move_src(struct kvt_fs *fs, struct rename *r)
+{
+	struct kvt_inode *old_parent = r->src->parent;
+
+	move_child(fs, r->src, r->np, r->newname);
+	return old_parent;
+}
+
+/* A process that resolved the replaced name before the rename may still
+ * open it: its object goes when the kernel forgets the inode, not now
+ * (caller holds both directories' locks; the file's is taken here). */
+static void keep_replaced_object(struct rename *r)
+{
+	kvt_inode_lock(r->dst);
+	if (r->dst->has_record && r->replaced.ref[0] &&
+	    !strcmp(r->dst->rec.ref, r->replaced.ref)) {
+		r->dst->release_on_free = true;
+		kvt_record_clear(&r->replaced);
+	}
+	kvt_inode_unlock(r->dst);
+}
+
 /* The inode tree follows the lower rename (same locks).  Returns the
  * inode whose reference the caller drops, unlocked. */
 static struct kvt_inode *rename_tree(struct kvt_fs *fs, struct rename *r,
 				     struct kvt_inode **unref_dst)
 {
-	struct kvt_inode *unref_parent = NULL;
-
 	if (r->flags & RENAME_EXCHANGE) {
 		if (r->src && r->dst) {
 			swap_children(fs, r->src, r->dst);
@@ -375,22 +397,10 @@ static struct kvt_inode *rename_tree(struct kvt_fs *fs, struct rename *r,
 	if (r->dst && r->dst != r->src) {
 		kvt_inode_detach(r->dst);
 		*unref_dst = r->dst;
-		kvt_inode_lock(r->dst);
-		/* A process that resolved the old name before the rename may
-		 * still open it: its object goes when the kernel forgets the
-		 * inode, not now. */
-		if (r->dst->has_record && r->replaced.ref[0] &&
-		    !strcmp(r->dst->rec.ref, r->replaced.ref)) {
-			r->dst->release_on_free = true;
-			kvt_record_clear(&r->replaced);
-		}
-		kvt_inode_unlock(r->dst);
+		if (!r->dst->is_dir)
+			keep_replaced_object(r);
 	}
-	if (r->src) {
-		unref_parent = r->src->parent;
-		move_child(fs, r->src, r->np, r->newname);
-	}
-	return unref_parent;
+	return r->src ? move_src(fs, r) : NULL;
 }
 
 void kvt_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
