@@ -33,9 +33,10 @@ pl 'mkdir("d1"); mkdir("d2"); put("d1/x", "X"); rename("d1", "d2") or exit 1;
 ok $? "rename a directory over an empty directory"
 # Both directories known to the daemon, in either order of their
 # addresses (the lock order check of --enable-lock-checks sees both).
-pl 'for my $i (1 .. 40) { mkdir("ra$i") && mkdir("rb$i") or exit 1; stat("ra$i"); stat("rb$i");
-	rename("ra$i", "rb$i") or exit 1; exit 1 if -e "ra$i" || !-d "rb$i"; rmdir("rb$i") or exit 1 }'
-ok $? "40 renames of a directory over an empty one, both looked up"
+pl 'for my $i (1 .. 40) { for my $d ("q$i", "q$i/x", "p$i", "p$i/y") { mkdir($d) or exit 1; stat($d) }
+	rename("p$i/y", "q$i/x") or exit 1; exit 1 if -e "p$i/y" || !-d "q$i/x";
+	rmdir("q$i/x") && rmdir("q$i") && rmdir("p$i") or exit 1 }'
+ok $? "40 renames of a directory over an empty one in another directory, all looked up"
 pl 'mkdir("d3"); put("d3/y", "Y"); !rename("d2", "d3") && $!{ENOTEMPTY} or exit 1;
 	exit(!(get("d2/x") eq "X" && get("d3/y") eq "Y"))'
 ok $? "rename a directory over a non-empty one: ENOTEMPTY, both unchanged"
