@@ -110,8 +110,7 @@ static int new_local_file(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir
 	}
 	kvt_inode_ref(ino); /* pending */
 	ino->meta.st_mode = S_IFREG | (mode & 07777);
-	ino->meta.st_uid = ctx->uid;
-	ino->meta.st_gid = ctx->gid;
+	kvt_new_owner(pd, ctx, &ino->meta.st_uid, &ino->meta.st_gid);
 	ino->meta.st_blksize = 4096;
 	clock_gettime(CLOCK_REALTIME, &ino->meta.st_mtim);
 	ino->meta.st_atim = ino->meta.st_ctim = ino->meta.st_mtim;
@@ -492,12 +491,28 @@ void kvt_op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 	}
 }
 
+/* A write by someone without the power to keep them clears the set-user-ID
+ * bit, and the set-group-ID bit of a group-executable file, as the kernel
+ * does for its own file systems (the kernel leaves it to us on the direct
+ * I/O path writers use here). */
+static void kill_suid(struct kvt_inode *ino, const struct fuse_ctx *ctx)
+{
+	kvt_inode_lock(ino);
+	if (ctx->uid != 0 && (ino->meta.st_mode & S_ISUID ||
+			      (ino->meta.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)))
+		ino->meta.st_mode &= ~(S_ISUID | (ino->meta.st_mode & S_IXGRP ? S_ISGID : 0));
+	kvt_inode_unlock(ino);
+}
+
 void kvt_op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size, off_t off,
 		  struct fuse_file_info *fi)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_stage *st;
-	int ret = kvt_version_for_write(fs, kvt_inode_of(fs, n), &handle_of(fi)->wstage, &st);
+	int ret;
+
+	kill_suid(kvt_inode_of(fs, n), fuse_req_ctx(req));
+	ret = kvt_version_for_write(fs, kvt_inode_of(fs, n), &handle_of(fi)->wstage, &st);
 
 	if (ret == 0) {
 		ret = kvt_stage_write(st, buf, size, off);

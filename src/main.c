@@ -271,6 +271,9 @@ int main(int argc, char **argv)
 			  kvt_store_stale_removed(store));
 	fs_init(&fs, &o, store);
 	kvt_uring_enable(!o.no_uring);
+	/* Modes come from clients with their umask applied by the kernel:
+	 * the daemon's own must not take more away. */
+	umask(0);
 	raise_nofile();
 	load_unwinder();
 	ret = serve(&fs, &o, mnt);

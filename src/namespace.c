@@ -12,6 +12,27 @@
 #include "resolve.h"
 #include "version.h"
 
+/* A lower directory owned by its maker (the kernel applied the caller's
+ * umask already; the daemon's own is 0, see main.c). */
+static int make_dir(struct kvt_dir *pd, const char *name, mode_t mode,
+		    const struct fuse_ctx *ctx)
+{
+	g_autoptr(kvt_dir) d = NULL;
+	uid_t uid;
+	gid_t gid;
+	int ret;
+
+	kvt_new_owner(pd, ctx, &uid, &gid);
+	ret = kvt_dir_mkdir(pd, name, mode & 07777);
+	if (ret == 0)
+		ret = kvt_dir_open(pd, name, &d);
+	if (ret == 0)
+		ret = kvt_dir_setattr(d, NULL, KVT_SET_UID | KVT_SET_GID, 0, uid, gid, NULL);
+	if (ret < 0 && ret != -EEXIST)
+		kvt_dir_rmdir(pd, name);
+	return ret;
+}
+
 void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
@@ -26,7 +47,7 @@ void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		if (g_hash_table_lookup(p->children, name))
 			ret = -EEXIST;
 		else
-			ret = kvt_dir_mkdir(pd, name, mode & 07777);
+			ret = make_dir(pd, name, mode, fuse_req_ctx(req));
 		kvt_inode_unlock(p);
 	}
 	if (ret == 0)
@@ -46,13 +67,14 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct kvt_fs *fs = kvt_fs_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct kvt_inode *p = kvt_inode_of(fs, parent), *child;
-	struct kvt_meta meta = { .mode = mode & 07777, .uid = ctx->uid, .gid = ctx->gid };
+	struct kvt_meta meta = { .mode = mode & 07777 };
 	g_autoptr(kvt_dir) pd = NULL;
 	struct kvt_note note = { 0 };
 	struct fuse_entry_param e;
 	int ret = strlen(name) > NAME_MAX ? -ENAMETOOLONG : kvt_inode_dir(fs, p, &pd);
 
 	if (ret == 0) {
+		kvt_new_owner(pd, ctx, &meta.uid, &meta.gid);
 		kvt_inode_lock(p);
 		child = g_hash_table_lookup(p->children, name);
 		/* A file being written here has no lower entry yet. */

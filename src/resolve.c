@@ -274,6 +274,16 @@ void kvt_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	kvt_notify(fs, &note, false);
 }
 
+void kvt_new_owner(struct kvt_dir *pd, const struct fuse_ctx *ctx, uid_t *uid, gid_t *gid)
+{
+	struct stat st;
+
+	*uid = ctx->uid;
+	*gid = ctx->gid;
+	if (kvt_dir_stat(pd, NULL, &st) == 0 && (st.st_mode & S_ISGID))
+		*gid = st.st_gid;
+}
+
 void kvt_reply_attr(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *ino, int ret)
 {
 	struct stat st;
