@@ -4,7 +4,7 @@
 # directory handles, never by whole paths.
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
-plan 6
+plan 7
 kvt_setup
 FSCK=$top_builddir/src/kvtierfs-fsck
 kvt_mount
@@ -34,9 +34,11 @@ kvt_umount
 rc=$?
 grep -q " 1 names, 1 objects, 0 problems" "$T/fsck.out" && [ "$rc" = 0 ]
 ok $? "kvtierfs-fsck checks it like any other name (exit $rc): $(tail -n 1 "$T/fsck.out")"
-find "$LOWER/names" -name block.bin -exec truncate -s 10 {} + 2>/dev/null ||
-	(cd "$LOWER/names" && perl -e 'my $n = "d" x 249; for (1 .. 24) { chdir("$n$_") or die }
-		truncate("block.bin", 10) or die')
+# Damage its record, reaching it the same way.
+(cd "$LOWER/names" && perl -e 'my $n = "d" x 249;
+	for my $i (1 .. 24) { chdir("$n$i") or die "chdir $i: $!" }
+	truncate("block.bin", 10) or die "truncate: $!"')
+ok $? "its record is damaged by hand (cut to 10 bytes)"
 "$FSCK" --repair "$LOWER" >"$T/fsck.out" 2>&1
 rc=$?
 [ "$rc" = 1 ]
