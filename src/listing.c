@@ -91,6 +91,24 @@ void kvt_op_opendir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
+/* What readdir says an entry's inode number is: readdir(3) skips an entry
+ * whose d_ino is 0 as deleted.  A name the kernel knows gets the st_ino
+ * stat reports; other names and ".." a placeholder, as libfuse's
+ * high-level API gives (FUSE_UNKNOWN_INO).  Caller holds dir->lock. */
+#define UNKNOWN_INO 0xffffffffu
+
+static ino_t entry_ino(struct kvt_inode *dir, const struct dir_entry *de)
+{
+	struct kvt_inode *child;
+
+	if (!strcmp(de->name, "."))
+		return dir->serial;
+	if (!strcmp(de->name, ".."))
+		return UNKNOWN_INO;
+	child = g_hash_table_lookup(dir->children, de->name);
+	return child ? child->serial : UNKNOWN_INO;
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus)
 {
@@ -115,6 +133,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 
 			if (dot) {
 				e.attr.st_mode = de->type << 12;
+				kvt_inode_lock(dir);
+				e.attr.st_ino = entry_ino(dir, de);
+				kvt_inode_unlock(dir);
 			} else if (kvt_do_lookup(fs, dir, d, de->name, &e, &note) < 0) {
 				/* Vanished since opendir, or torn; the kernel
 				 * learns of a purge once this reply is out. */
@@ -132,6 +153,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 		} else {
 			struct stat st = { .st_mode = de->type << 12 };
 
+			kvt_inode_lock(dir);
+			st.st_ino = entry_ino(dir, de);
+			kvt_inode_unlock(dir);
 			len = fuse_add_direntry(req, buf + used, size - used, de->name,
 						&st, i + 1);
 			if (len > size - used)
