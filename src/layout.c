@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,22 +63,48 @@ static bool is_empty(struct kvt_dir *root)
 	return true;
 }
 
+int kvt_marker_parse(const char *buf, size_t len, int *version)
+{
+	const size_t mlen = strlen(KVT_MARKER " ");
+	size_t i = mlen, digits = 0;
+	long long v = 0;
+
+	if (len < mlen || memcmp(buf, KVT_MARKER " ", mlen))
+		return -EBADMSG;
+	/* Digits as "%d" writes them, few enough for an int: no sign, no
+	 * space, no leading zero. */
+	for (; i < len && buf[i] >= '0' && buf[i] <= '9'; i++, digits++) {
+		if (digits == 1 && buf[mlen] == '0')
+			return -EBADMSG;
+		v = v * 10 + (buf[i] - '0');
+		if (v > INT_MAX)
+			return -EBADMSG;
+	}
+	if (digits == 0)
+		return -EBADMSG;
+	/* Then the end, after at most one newline. */
+	if (i < len && buf[i] == '\n')
+		i++;
+	if (i != len)
+		return -EBADMSG;
+	*version = (int)v;
+	return 0;
+}
+
 /* The marker's format version; -errno, -EBADMSG when it is not a marker. */
 static int read_marker(struct kvt_dir *root, int *version)
 {
+	/* Longer than any marker: a longer file is not one. */
 	char buf[64];
 	kvt_autofd fd = kvt_dir_open_file(root, KVT_MARKER, O_RDONLY, 0, NULL);
 	ssize_t n;
 
 	if (fd < 0)
 		return fd;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, sizeof(buf));
 	if (n < 0)
 		return -errno;
-	buf[n] = '\0';
-	if (sscanf(buf, KVT_MARKER " %d", version) != 1)
-		return -EBADMSG;
-	return 0;
+	return kvt_marker_parse(buf, n, version);
 }
 
 /* The areas, then the marker by rename: a store is either marked and

@@ -40,6 +40,12 @@ bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 		     struct kvt_layout *out, GError **err);
 void kvt_layout_close(struct kvt_layout *l);
 
+/* The format version that a marker's @len bytes state: exactly
+ * "kvtierfs-store <version>" as create_store() writes it (%d of a
+ * version >= 0), with its newline or without; -EBADMSG for anything
+ * else.  Pure, so that tests/fuzz/ runs the daemon's own code. */
+int kvt_marker_parse(const char *buf, size_t len, int *version);
+
 /* Whether a live mount holds staging/@name's lock: 1 yes, 0 no, -errno.
  * Asks without taking (F_OFD_GETLK), so it works on a read-only store. */
 int kvt_staging_live(struct kvt_layout *l, const char *name);

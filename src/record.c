@@ -228,7 +228,10 @@ static int parse_line(const char *line, size_t len, struct kvt_record *r,
 			return -1;
 		*seen |= SEEN_SIZE;
 	} else if (klen == 3 && !memcmp(line, "ref", 3)) {
-		if (vlen == 0 || vlen >= KVT_REF_MAX || memchr(v, '/', vlen))
+		/* A file name suffix: a NUL would cut it short, to an
+		 * empty ref (no record) at worst. */
+		if (vlen == 0 || vlen >= KVT_REF_MAX || memchr(v, '/', vlen) ||
+		    memchr(v, '\0', vlen))
 			return -1;
 		memcpy(r->ref, v, vlen);
 		r->ref[vlen] = '\0';

@@ -167,7 +167,7 @@ int main(void)
 	struct kvt_store *s;
 	bool good;
 
-	printf("1..30\n");
+	printf("1..32\n");
 
 	/* ---- a clean store: 8 names, two of them sharing one object */
 	s = kvt_store_open(top, &err);
@@ -212,6 +212,16 @@ int main(void)
 	put_file(other, KVT_MARKER, "hello\n", -1);
 	ok(!run_check(other, false, &seen, &res, &err) && err &&
 	   strstr(err->message, "marker"), "a garbled marker is refused");
+	g_clear_error(&err);
+	/* Both once read as format 1 (sscanf's wrapped int, its stop at the
+	 * first non-digit): tests/fuzz/corpus/marker/regress-*. */
+	put_file(other, KVT_MARKER, "kvtierfs-store 4294967297\n", -1);
+	ok(!run_check(other, false, &seen, &res, &err) && err &&
+	   strstr(err->message, "marker"), "a marker whose version overflows an int is garbled");
+	g_clear_error(&err);
+	put_file(other, KVT_MARKER, "kvtierfs-store 1t\n", -1);
+	ok(!run_check(other, false, &seen, &res, &err) && err &&
+	   strstr(err->message, "marker"), "a marker with bytes after its version is garbled");
 	g_clear_error(&err);
 	put_file(other, KVT_MARKER, "kvtierfs-store 1\n", -1);
 	ok(!run_check(other, false, &seen, &res, &err) && err &&

@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include <xxh_x86dispatch.h>
 
 #include "../src/store-int.h"
 #include "unit.h"
@@ -116,6 +117,18 @@ static void test_record_format(void)
 		}
 		ok(all, "a record with lines its kind does not have, or without the ones it has, does not parse");
 	}
+
+	/* A NUL in the ref, under a valid check, once parsed as the empty
+	 * ref of "no record" (tests/fuzz/corpus/record/regress-ref-nul). */
+	g_string_assign(enc, "kvtierfs-record 1\nhash 06b05ab6733a618578af5f94892f3950\n"
+			"size 3\nref ");
+	g_string_append_len(enc, "\0\0" "9c", 4);
+	g_string_append_c(enc, '\n');
+	g_string_append_printf(enc, "check %016" G_GINT64_MODIFIER "x\n",
+			       (guint64)XXH3_64bits_dispatch(enc->str, enc->len));
+	ok(kvt_record_parse(enc->str, enc->len, &back) == -EBADMSG,
+	   "a record whose ref holds a NUL does not parse");
+	kvt_record_clear(&back);
 }
 
 int main(void)
@@ -133,7 +146,7 @@ int main(void)
 	struct kvt_dir *names;
 	struct stat st;
 
-	printf("1..24\n");
+	printf("1..25\n");
 	test_record_format();
 
 	s = kvt_store_open(top, &err);
