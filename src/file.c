@@ -408,6 +408,9 @@ static ssize_t read_object(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *
 
 	if (__atomic_load_n(&ino->purges, __ATOMIC_ACQUIRE) != h->purges)
 		return -EIO;
+	got = kvt_object_fault(KVT_FAULT_SERVE, &h->rec);
+	if (got < 0)
+		return got;
 	/* A read of several requests must fail at its first one: the kernel
 	 * returns what the earlier ones got when a later one fails. */
 	if (want && fstat(h->fd, &st) == 0 && (uint64_t)st.st_size < h->rec.size) {
