@@ -10,7 +10,11 @@
 #   fsync          the object's bytes at a client's fsync (EIO)
 #   verify-read    the object read to verify it before it is served (EIO)
 #   list           the lower listing behind a readdir (EIO)
-# Each case runs vLLM's store (and load) with faults at a rate, and
+#   lookup-eio     a lookup's stat while a published file is rewritten
+#                  in place (EIO): the writer's close() that succeeds has
+#                  published its version (a lookup took the name for gone
+#                  and the close published nothing)
+# The first eight run vLLM's store (and load) with faults at a rate, and
 # check: the client gets an error for the affected blocks only (as many as
 # the faults the daemon counted, or for faults that may miss, at most that
 # many and at least one), every other block works; the daemon stays up and
@@ -30,6 +34,7 @@
 #   KVT_FAULT_ROUNDS  store/load rounds with faults per case (default 1)
 #   KVT_FAULT_SIZE    block size, kvclient's suffixes (default 2M)
 #   KVT_FAULT_CASES   the cases to run, by name (default: all, as above)
+#   KVT_FAULT_FILES   files rewritten by lookup-eio (default 12)
 # kvt-timeout: 600
 . "$(dirname "$0")/lib.sh"
 
@@ -39,7 +44,8 @@
 : "${KVT_FAULT_BLOCKS:=64}"
 : "${KVT_FAULT_ROUNDS:=1}"
 : "${KVT_FAULT_SIZE:=2M}"
-: "${KVT_FAULT_CASES:=stage-write stage-create object-link record-rename record-write fsync verify-read list}"
+: "${KVT_FAULT_CASES:=stage-write stage-create object-link record-rename record-write fsync verify-read list lookup-eio}"
+: "${KVT_FAULT_FILES:=12}"
 R=$KVT_FAULT_RATE
 B=$KVT_FAULT_BLOCKS
 ROUNDS=$KVT_FAULT_ROUNDS
@@ -48,7 +54,7 @@ SIZE=$KVT_FAULT_SIZE
 kvt_require_root
 for c in $KVT_FAULT_CASES; do
 	case $c in
-	stage-write | stage-create | object-link | record-rename | record-write | fsync | verify-read | list) ;;
+	stage-write | stage-create | object-link | record-rename | record-write | fsync | verify-read | list | lookup-eio) ;;
 	*) bail "KVT_FAULT_CASES: unknown case '$c'" ;;
 	esac
 done
@@ -58,6 +64,7 @@ n=0
 for c in $KVT_FAULT_CASES; do
 	case $c in
 	verify-read | list) n=$((n + 17 + 3 * ROUNDS)) ;;
+	lookup-eio) n=$((n + 7)) ;;
 	*) n=$((n + 16 + 4 * ROUNDS)) ;;
 	esac
 done
@@ -249,8 +256,75 @@ run_case() {
 	fsck_clean "$name: after the run without faults"
 }
 
+# lookup_eio: files f<i>.pt written in place (LMCache), each rewritten by
+# a writer that holds it open (a perl process: a shell cannot write
+# without a close, and every close publishes) while another process looks
+# the name up; a fault fails the (i+1)th stat of f<i>.pt, so that one of
+# them falls on that lookup whatever the number of stats before it.  A
+# writer whose close() succeeded must have published its version.
+lookup_eio() {
+	local n=$KVT_FAULT_FILES i spec="" f st ans wp closed=0 hit=0 lost=()
+	name=lookup-eio
+	for ((i = 0; i < n; i++)); do
+		spec="$spec${spec:+,}stat:EIO:name=f$i.pt:after=$i:max=1"
+	done
+	diag "--- $name: KVT_FAULTS=$spec"
+	kvt_new_lower
+	rm -f "$T/closed"
+	export KVT_FAULTS=$spec
+	kvt_mount entry_timeout=0 attr_timeout=0
+	unset KVT_FAULTS
+	rm -f "$T/orders" "$T/answers"
+	mkfifo "$T/orders" "$T/answers"
+	exec 8<>"$T/orders" 9<>"$T/answers"
+	for ((i = 0; i < n; i++)); do
+		f=$MNT/f$i.pt
+		kvt_run sh -c 'echo v1 >"$1"' _ "$f" 2>/dev/null
+		perl -e '
+			$| = 1;
+			sub failed { print "failed $!\n"; exit 1 }
+			open(my $f, ">", $ARGV[0]) or failed();
+			syswrite($f, "v2\n") == 3 or failed();
+			print "written\n";
+			<STDIN>;
+			print close($f) ? "closed\n" : "failed $!\n";' "$f" <&8 >&9 &
+		wp=$!
+		kvt_bg $wp
+		read -r -t 60 -u 9 ans
+		st=
+		if [ "$ans" = written ]; then
+			kvt_run stat "$f" >/dev/null 2>&1
+			st=$?
+			echo close >&8
+			read -r -t 60 -u 9 ans
+		fi
+		[ "$ans" = written ] && ans=
+		kill -KILL "$wp" 2>/dev/null
+		wait "$wp" 2>/dev/null
+		if [ "$ans" = closed ]; then
+			closed=$((closed + 1))
+			echo "$i" >>"$T/closed"
+			[ "$st" != 0 ] && hit=$((hit + 1))
+		fi
+	done
+	exec 8>&- 9>&-
+	[ "$closed" -ge 1 ] && [ "$hit" -ge 1 ]
+	ok $? "$name: $closed of $n writers closed their rewrite; a lookup failed meanwhile for $hit of them"
+	kvt_umount
+	kvt_mount
+	for i in $(cat "$T/closed" 2>/dev/null); do
+		[ "$(kvt_run cat "$MNT/f$i.pt" 2>&1)" = v2 ] || lost+=("f$i.pt")
+	done
+	[ ${#lost[@]} = 0 ]
+	ok $? "$name: after a remount every rewrite whose close() succeeded is there${lost:+; lost: ${lost[*]}}"
+	kvt_umount
+	fsck_clean "$name"
+}
+
 for c in $KVT_FAULT_CASES; do
 	case $c in
+	lookup-eio)
+		lookup_eio ;;
 	stage-write)
 		# the probe's write (call 1) stays whole: vLLM would fall back
 		# to buffered I/O
