@@ -10,6 +10,9 @@
 #   fsync          the object's bytes at a client's fsync (EIO)
 #   verify-read    the object read to verify it before it is served (EIO)
 #   list           the lower listing behind a readdir (EIO)
+#   inplace-write  files written under their own names (LMCache), their
+#                  bytes written to staging (EIO): a file whose close()
+#                  failed is never read (its staged bytes may have a hole)
 #   lookup-eio     a lookup's stat while a published file is rewritten
 #                  in place (EIO): the writer's close() that succeeds has
 #                  published its version (a lookup took the name for gone
@@ -34,7 +37,8 @@
 #   KVT_FAULT_ROUNDS  store/load rounds with faults per case (default 1)
 #   KVT_FAULT_SIZE    block size, kvclient's suffixes (default 2M)
 #   KVT_FAULT_CASES   the cases to run, by name (default: all, as above)
-#   KVT_FAULT_FILES   files rewritten by lookup-eio (default 12)
+#   KVT_FAULT_FILES   files written by inplace-write and lookup-eio
+#                     (default 12)
 # kvt-timeout: 600
 . "$(dirname "$0")/lib.sh"
 
@@ -44,7 +48,7 @@
 : "${KVT_FAULT_BLOCKS:=64}"
 : "${KVT_FAULT_ROUNDS:=1}"
 : "${KVT_FAULT_SIZE:=2M}"
-: "${KVT_FAULT_CASES:=stage-write stage-create object-link record-rename record-write fsync verify-read list lookup-eio}"
+: "${KVT_FAULT_CASES:=stage-write stage-create object-link record-rename record-write fsync verify-read list inplace-write lookup-eio}"
 : "${KVT_FAULT_FILES:=12}"
 R=$KVT_FAULT_RATE
 B=$KVT_FAULT_BLOCKS
@@ -54,7 +58,7 @@ SIZE=$KVT_FAULT_SIZE
 kvt_require_root
 for c in $KVT_FAULT_CASES; do
 	case $c in
-	stage-write | stage-create | object-link | record-rename | record-write | fsync | verify-read | list | lookup-eio) ;;
+	stage-write | stage-create | object-link | record-rename | record-write | fsync | verify-read | list | inplace-write | lookup-eio) ;;
 	*) bail "KVT_FAULT_CASES: unknown case '$c'" ;;
 	esac
 done
@@ -65,6 +69,7 @@ for c in $KVT_FAULT_CASES; do
 	case $c in
 	verify-read | list) n=$((n + 17 + 3 * ROUNDS)) ;;
 	lookup-eio) n=$((n + 7)) ;;
+	inplace-write) n=$((n + 8)) ;;
 	*) n=$((n + 16 + 4 * ROUNDS)) ;;
 	esac
 done
@@ -256,6 +261,62 @@ run_case() {
 	fsck_clean "$name: after the run without faults"
 }
 
+# inplace_write SPEC: files f<i>.pt written under their own names in
+# pieces at increasing offsets (LMCache; one perl process each, which
+# reports whether its close() succeeded), some pieces failing.  A file
+# whose close() failed was never published: reading it gets an error and
+# no byte (its staged bytes may have a hole where a write failed), and
+# after a remount it is gone; every other file reads back exactly.
+inplace_write() {
+	local n=$KVT_FAULT_FILES spec=$1 i f out ok_files=() failed_files=() bad=()
+	name=inplace-write
+	[ -n "$KVT_FAULT_SEED" ] && spec="seed=$KVT_FAULT_SEED,$spec"
+	diag "--- $name: KVT_FAULTS=$spec"
+	kvt_new_lower
+	mount_faults "$spec"
+	for ((i = 0; i < n; i++)); do
+		f=$MNT/f$i.pt
+		out=$(kvt_run perl -e '
+			open(my $f, ">", $ARGV[0]) or die "open: $!\n";
+			for my $k (0 .. 3) {
+				sysseek($f, $k * 262144, 0);
+				syswrite($f, chr(97 + $k) x 262144);
+			}
+			print close($f) ? "closed\n" : "failed $!\n";' "$f" 2>&1)
+		perl -e 'print chr(97 + $_) x 262144 for 0 .. 3' >"$T/want$i"
+		case $out in
+		closed) ok_files+=("$i") ;;
+		failed*) failed_files+=("$i") ;;
+		*) bad+=("f$i.pt: $out") ;;
+		esac
+	done
+	[ ${#failed_files[@]} -ge 1 ] && [ ${#bad[@]} = 0 ]
+	ok $? "$name: ${#ok_files[@]} files closed, ${#failed_files[@]} closes failed (EIO)${bad:+; ${bad[*]}}"
+	for i in "${failed_files[@]}"; do
+		out=$(kvt_run cat "$MNT/f$i.pt" 2>/dev/null | wc -c)
+		[ "$out" = 0 ] && ! kvt_run cat "$MNT/f$i.pt" >/dev/null 2>&1 ||
+			bad+=("f$i.pt (close failed) read $out bytes")
+	done
+	for i in "${ok_files[@]}"; do
+		kvt_run cmp -s "$MNT/f$i.pt" "$T/want$i" || bad+=("f$i.pt (closed) differs")
+	done
+	[ ${#bad[@]} = 0 ]
+	ok $? "$name: no file whose close() failed can be read, every other reads back exactly${bad:+: ${bad[*]}}"
+	kvt_umount
+	fsck_clean "$name"
+	kvt_mount
+	bad=()
+	for i in "${failed_files[@]}"; do
+		[ -e "$MNT/f$i.pt" ] && bad+=("f$i.pt (close failed) exists")
+	done
+	for i in "${ok_files[@]}"; do
+		kvt_run cmp -s "$MNT/f$i.pt" "$T/want$i" || bad+=("f$i.pt (closed) differs")
+	done
+	[ ${#bad[@]} = 0 ]
+	ok $? "$name: after a remount the failed files are gone, the others read back exactly${bad:+: ${bad[*]}}"
+	kvt_umount
+}
+
 # lookup_eio: files f<i>.pt written in place (LMCache), each rewritten by
 # a writer that holds it open (a perl process: a shell cannot write
 # without a close, and every close publishes) while another process looks
@@ -325,6 +386,8 @@ for c in $KVT_FAULT_CASES; do
 	case $c in
 	lookup-eio)
 		lookup_eio ;;
+	inplace-write)
+		inplace_write "write:EIO:$(when):name=d.*" ;;
 	stage-write)
 		# the probe's write (call 1) stays whole: vLLM would fall back
 		# to buffered I/O
