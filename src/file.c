@@ -367,8 +367,13 @@ void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 			open_writer(ino, fi, h);
 	} else if (h->fd >= 0) {
 		open_reader(ino, fi, h);
+	} else if (ino->stage && ino->writers == 0 && kvt_stage_error(ino->stage)) {
+		/* Its publication failed on a write that did not land: the
+		 * bytes have a hole. */
+		ret = -EIO;
 	} else if (ino->stage && ino->writers == 0) {
-		/* A finished but unpublished file (a closed temp file). */
+		/* A finished but unpublished file: a closed temp file, or one
+		 * whose publication failed, bytes whole. */
 		h->rstage = kvt_stage_ref(ino->stage);
 		fi->direct_io = 1;
 	} else {
@@ -415,6 +420,9 @@ static ssize_t read_object(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *
 
 	if (__atomic_load_n(&ino->purges, __ATOMIC_ACQUIRE) != h->purges)
 		return -EIO;
+	got = kvt_object_fault(KVT_FAULT_SERVE, &h->rec);
+	if (got < 0)
+		return got;
 	/* A read of several requests must fail at its first one: the kernel
 	 * returns what the earlier ones got when a later one fails. */
 	if (want && fstat(h->fd, &st) == 0 && (uint64_t)st.st_size < h->rec.size) {
@@ -480,6 +488,8 @@ void kvt_op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 		}
 		got = kvt_stage_read(st, buf, size, off);
 		kvt_version_put(st);
+	} else if (kvt_stage_error(h->rstage)) {
+		got = -EIO; /* a writer opened it again, and lost a write */
 	} else {
 		got = kvt_stage_read(h->rstage, buf, size, off);
 	}

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault.h"
+
 static const char *const areas[] = { "objects", "names", "staging" };
 
 static bool fail(GError **err, int errnum, const char *lowerdir, const char *fmt, ...)
@@ -129,8 +131,15 @@ static int create_store(struct kvt_dir *root)
 	if (fd < 0)
 		return fd;
 	len = snprintf(buf, sizeof(buf), KVT_MARKER " %d\n", KVT_FORMAT_VERSION);
-	if (write(fd, buf, len) != len || fsync(fd)) {
+	ret = kvt_fault(KVT_FAULT_WRITE, KVT_MARKER ".new");
+	errno = 0;
+	if (ret == 0 && write(fd, buf, len) != len)
 		ret = errno ? -errno : -EIO;
+	if (ret == 0)
+		ret = kvt_fault(KVT_FAULT_SYNC, KVT_MARKER ".new");
+	if (ret == 0 && fsync(fd))
+		ret = -errno;
+	if (ret < 0) {
 		kvt_dir_unlink(root, KVT_MARKER ".new");
 		return ret;
 	}

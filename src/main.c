@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "fs.h"
 #include "inode.h"
 #include "log.h"
@@ -150,6 +151,16 @@ static void raise_nofile(void)
 	}
 }
 
+/* How often each KVT_FAULTS rule fired, for the test that set them. */
+static void log_faults(void)
+{
+	g_autofree char *summary = kvt_faults_summary();
+	g_auto(GStrv) lines = summary ? g_strsplit(summary, "\n", -1) : NULL;
+
+	for (char **l = lines; l && *l; l++)
+		g_message("fault injection: %s", *l);
+}
+
 /* The mount's state from its options and its open store. */
 static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_store *store)
 {
@@ -253,6 +264,13 @@ int main(int argc, char **argv)
 	if (fuse_opt_insert_arg(&o.fuse_args, 1, "-omax_read=" G_STRINGIFY(KVT_MAX_READ)))
 		goto out;
 	kvt_log_init(o.debug);
+	if (!kvt_faults_init(g_getenv("KVT_FAULTS"), &err)) {
+		say("KVT_FAULTS: %s", err->message);
+		goto out;
+	}
+	if (kvt_faults_on)
+		g_warning("KVT_FAULTS=%s: lower errors will be injected (a test setting)",
+			  g_getenv("KVT_FAULTS"));
 
 	mnt = check_mountpoint(o.mountpoint);
 	lower = mnt ? check_lowerdir(o.lowerdir, mnt) : NULL;
@@ -280,7 +298,9 @@ int main(int argc, char **argv)
 	/* The session's destroy frees what the kernel left, then the rest. */
 	fuse_session_destroy(g_steal_pointer(&fs.se));
 	fs_fini(&fs);
+	log_faults();
 out:
+	kvt_faults_fini();
 	if (fs.se)
 		fuse_session_destroy(fs.se);
 	kvt_options_free(&o);

@@ -7,17 +7,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "io.h"
 #include "object.h"
 #include "store-int.h"
 
-static int read_record_fd(int fd, const struct stat *st, struct kvt_record *rec)
+static int read_record_fd(int fd, const char *name, const struct stat *st,
+			  struct kvt_record *rec)
 {
 	g_autofree char *buf = NULL;
 	ssize_t n;
 
 	if (st->st_size > KVT_RECORD_MAX)
 		return -EBADMSG;
+	n = kvt_fault(KVT_FAULT_READ, name);
+	if (n < 0)
+		return n;
 	buf = g_malloc(st->st_size + 1);
 	n = kvt_pread_full(fd, buf, st->st_size, 0);
 	if (n < 0)
@@ -34,7 +39,7 @@ int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
 	kvt_record_init(rec);
 	if (fd < 0)
 		return fd;
-	return read_record_fd(fd, st ? st : &own, rec);
+	return read_record_fd(fd, name, st ? st : &own, rec);
 }
 
 /* Writes @rec to a new file in staging; its name in *@name_out. */
@@ -57,11 +62,14 @@ static int write_stage_record(struct kvt_store *s, const struct kvt_record *rec,
 	}
 	if (fd < 0)
 		return fd;
-	if (write(fd, body->str, body->len) != (ssize_t)body->len)
+	ret = kvt_fault(KVT_FAULT_WRITE, name);
+	if (ret == 0 && write(fd, body->str, body->len) != (ssize_t)body->len)
 		ret = errno ? -errno : -ENOSPC;
-	else if (fchmod(fd, meta->mode & 07777) || fchown(fd, meta->uid, meta->gid))
+	if (ret == 0)
+		ret = kvt_fault(KVT_FAULT_SETATTR, name);
+	if (ret == 0 && (fchmod(fd, meta->mode & 07777) || fchown(fd, meta->uid, meta->gid)))
 		ret = -errno;
-	else if (meta->set_times && futimens(fd, ts))
+	if (ret == 0 && meta->set_times && futimens(fd, ts))
 		ret = -errno;
 	if (ret < 0) {
 		kvt_dir_unlink(s->stage, name);

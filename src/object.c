@@ -228,6 +228,13 @@ int kvt_object_unmake(struct kvt_store *s, const struct kvt_record *rec, bool de
 	return 0;
 }
 
+int kvt_object_fault_check(enum kvt_fault_op op, const struct kvt_record *rec)
+{
+	g_autofree char *ref = kvt_object_ref_name(rec);
+
+	return kvt_fault(op, ref);
+}
+
 int kvt_object_sync(struct kvt_store *s, const struct kvt_record *rec)
 {
 	g_autoptr(kvt_dir) fan = NULL;
@@ -236,6 +243,9 @@ int kvt_object_sync(struct kvt_store *s, const struct kvt_record *rec)
 
 	if (fd < 0)
 		return fd;
+	ret = kvt_object_fault(KVT_FAULT_SYNC, rec);
+	if (ret < 0)
+		return ret;
 	if (fdatasync(fd))
 		return -errno;
 	ret = fanout_dir(s, &rec->hash, false, &fan);

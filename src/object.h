@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "fault.h"
 #include "record.h"
 
 struct kvt_store;
@@ -53,3 +54,14 @@ int kvt_object_make(struct kvt_store *s, const char *stage_name, uint64_t size,
 int kvt_object_unmake(struct kvt_store *s, const struct kvt_record *rec, bool dedup);
 /* Makes @rec's object and its link durable (fsync of both). */
 int kvt_object_sync(struct kvt_store *s, const struct kvt_record *rec);
+
+/* The injected error (fault.h) for @op on the bytes of @rec's object, on
+ * its reference name; 0 when none (and always when faults are off). */
+int kvt_object_fault_check(enum kvt_fault_op op, const struct kvt_record *rec);
+
+static inline int kvt_object_fault(enum kvt_fault_op op, const struct kvt_record *rec)
+{
+	if (G_LIKELY(!kvt_faults_on))
+		return 0;
+	return kvt_object_fault_check(op, rec);
+}

@@ -135,6 +135,9 @@ int kvt_store_sync_name(struct kvt_store *s, struct kvt_dir *d, const char *name
 	fd = kvt_dir_open_file(d, name, O_RDONLY, 0, NULL);
 	if (fd < 0)
 		return fd;
+	ret = kvt_fault(KVT_FAULT_SYNC, name);
+	if (ret < 0)
+		return ret;
 	if (fsync(fd))
 		return -errno;
 	return kvt_dir_sync_up(d, s->layout.names);

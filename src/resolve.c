@@ -215,7 +215,10 @@ int kvt_do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir *p
 		goto found; /* being written here: not on the lower disk yet */
 	ret = kvt_dir_stat(pd, name, &st);
 	if (ret < 0) {
-		if (child)
+		/* Gone from the lower directory.  An I/O error says nothing of
+		 * the name: a file being rewritten in place keeps it, or its
+		 * writer's close would publish nothing. */
+		if (child && ret == -ENOENT)
 			kvt_inode_detach(child);
 		goto out;
 	}

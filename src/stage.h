@@ -51,6 +51,13 @@ static inline enum kvt_stage_state kvt_stage_state(struct kvt_stage *st)
 	return (enum kvt_stage_state)__atomic_load_n(&st->state, __ATOMIC_ACQUIRE);
 }
 
+/* The first write error of the version (positive errno), 0 if none: such
+ * a version has a hole and is never published, nor read. */
+static inline int kvt_stage_error(struct kvt_stage *st)
+{
+	return __atomic_load_n(&st->error, __ATOMIC_RELAXED);
+}
+
 static inline uint64_t kvt_stage_size(struct kvt_stage *st)
 {
 	return __atomic_load_n(&st->size, __ATOMIC_RELAXED);

@@ -46,7 +46,7 @@ struct options {
 	int no_rename, stop_on_enospc, keep_going, no_tmp;
 	long long expect, min;
 	uint64_t offset;
-	int mmap, report, same;
+	int mmap, report, same, fsync;
 	const char *reread_after, *file;
 };
 extern struct options O;	/* main.c */

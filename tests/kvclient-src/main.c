@@ -100,13 +100,22 @@ static const char usage_text[] =
 "  --reread-after FILE  probe: read again on the same fd once FILE exists\n"
 "  --file REL         probe: the file to load, relative to --dir (it must\n"
 "                     hold the block of key --key-base)\n"
-"  --report           vllm-load: a block that is absent (ENOENT) or\n"
+"  --report           vllm-store: a store that fails (mkdir, open, write,\n"
+"                     close, rename; fsync with --fsync) is not a failure\n"
+"                     but reported on stdout as \"<key> <step> <ERRNO>\",\n"
+"                     after the client cleaned up as vLLM does; the name\n"
+"                     must then not exist (after a failed fsync it must).\n"
+"                     The summary line adds failed=N.\n"
+"                     vllm-load: a block that is absent (ENOENT) or\n"
 "                     unreadable (EIO) is not a failure but reported on\n"
 "                     stdout as \"<key> <step> enoent|eio\" (step: access,\n"
 "                     open or read); any other outcome is still a failure\n"
 "                     and is reported the same way (\"<key> read short <n>\",\n"
 "                     \"<key> read wrong <offset>\", \"<key> <step> error\n"
 "                     <ERRNO>\").  The summary line adds ok=N enoent=N eio=N.\n"
+"  --fsync            vllm-store: after the rename open the block, fsync\n"
+"                     it and close it; a block counts as stored once\n"
+"                     that worked\n"
 "  --same             vllm-load: every thread loads every key, all threads\n"
 "                     the same key at once (they wait for each other before\n"
 "                     each key): --threads loads per key\n"
@@ -241,6 +250,8 @@ int main(int argc, char **argv)
 			O.mmap = 1;
 		else if (FLAG("--report"))
 			O.report = 1;
+		else if (FLAG("--fsync"))
+			O.fsync = 1;
 		else if (FLAG("--help")) {
 			fputs(usage_text, stdout);
 			return 0;
@@ -331,8 +342,12 @@ int main(int argc, char **argv)
 	if (O.offset >= O.size || (O.odirect && O.offset % ALIGN))
 		usage_error("--offset must be below --size (a multiple of %d "
 			    "with --odirect)", ALIGN);
-	if ((O.report || O.same) && strcmp(O.cmd, "vllm-load"))
-		usage_error("--report and --same are for vllm-load");
+	if (O.report && strcmp(O.cmd, "vllm-load") && strcmp(O.cmd, "vllm-store"))
+		usage_error("--report is for vllm-load and vllm-store");
+	if (O.same && strcmp(O.cmd, "vllm-load"))
+		usage_error("--same is for vllm-load");
+	if (O.fsync && strcmp(O.cmd, "vllm-store"))
+		usage_error("--fsync is for vllm-store");
 	if (stat(O.dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		usage_error("--dir %s: not a directory", O.dir);
 

@@ -51,6 +51,49 @@ out:
 	return rc;
 }
 
+static atomic_ullong g_store_failed;
+
+/*
+ * --report: a store of block @key failed at @step with errno @e, after
+ * the client cleaned up as vLLM does.  Reported on stdout, not a failure;
+ * but the name must not exist unless the step came after the rename
+ * (fsync).  Returns 1 if handled so, 0 without --report.
+ */
+static int store_report(uint64_t key, const char *dest, const char *step, int e)
+{
+	int after_rename = !strcmp(step, "fsync");
+
+	if (!O.report)
+		return 0;
+	atomic_fetch_add(&g_store_failed, 1);
+	pthread_mutex_lock(&g_out_mu);
+	printf("%" PRIu64 " %s %s\n", key, step, errname(e));
+	pthread_mutex_unlock(&g_out_mu);
+	if (access(dest, F_OK) == 0) {
+		if (!after_rename)
+			failf(dest, 0, "store failed at %s with %s but the name exists",
+			      step, errname(e));
+	} else if (errno != ENOENT || after_rename) {
+		failf(dest, 0, "access after a store that failed at %s: %s (expected %s)",
+		      step, errname(errno), after_rename ? "the name" : "ENOENT");
+	}
+	return 1;
+}
+
+/* --fsync: the block, once renamed, made durable as a careful client
+ * would; 0 or an errno. */
+static int fsync_block(const char *dest)
+{
+	int fd = open(dest, O_RDONLY), e = 0;
+
+	if (fd < 0)
+		return errno;
+	if (fsync(fd) < 0)
+		e = errno;
+	close(fd);
+	return e;
+}
+
 static void *vllm_store_thread(void *arg)
 {
 	struct worker *w = arg;
@@ -78,7 +121,7 @@ static void *vllm_store_thread(void *arg)
 		}
 		if (mkdir_parents(dest) < 0) {
 			e = errno;
-			if (!store_enospc(dest, e))
+			if (!store_report(key, dest, "mkdir", e) && !store_enospc(dest, e))
 				failf(dest, 0, "mkdir -p parent: %s", errname(e));
 			continue;
 		}
@@ -90,7 +133,7 @@ static void *vllm_store_thread(void *arg)
 			  0644);
 		if (fd < 0) {
 			e = errno;
-			if (!store_enospc(dest, e))
+			if (!store_report(key, dest, "open", e) && !store_enospc(dest, e))
 				failf(tmp, 0, "open(O_CREAT|O_EXCL%s): %s",
 				      dflag() ? "|O_DIRECT" : "", errname(e));
 			continue;
@@ -99,7 +142,7 @@ static void *vllm_store_thread(void *arg)
 		if (e) {
 			close(fd);
 			unlink(tmp);
-			if (!store_enospc(dest, e))
+			if (!store_report(key, dest, "write", e) && !store_enospc(dest, e))
 				failf(tmp, (long long)done,
 				      "write of %zu bytes: %s after %zu bytes",
 				      O.size, errname(e), done);
@@ -109,7 +152,7 @@ static void *vllm_store_thread(void *arg)
 		if (close(fd) < 0) {
 			e = errno;
 			unlink(tmp);
-			if (!store_enospc(dest, e))
+			if (!store_report(key, dest, "close", e) && !store_enospc(dest, e))
 				failf(tmp, 0, "close: %s", errname(e));
 			continue;
 		}
@@ -120,9 +163,14 @@ static void *vllm_store_thread(void *arg)
 		if (rename(tmp, dest) < 0) {
 			e = errno;
 			unlink(tmp);
-			if (!store_enospc(dest, e))
+			if (!store_report(key, dest, "rename", e) && !store_enospc(dest, e))
 				failf(dest, 0, "rename from %s: %s", tmp,
 				      errname(e));
+			continue;
+		}
+		if (O.fsync && (e = fsync_block(dest)) != 0) {
+			if (!store_report(key, dest, "fsync", e))
+				failf(dest, 0, "fsync after the rename: %s", errname(e));
 			continue;
 		}
 		progress_tick(c);
@@ -397,6 +445,9 @@ int cmd_vllm_store(void)
 	snprintf(extra, sizeof(extra), "stored=%llu skipped=%llu tmp_left=%llu",
 		 atomic_load(&c.stored), atomic_load(&c.skipped),
 		 atomic_load(&c.tmps));
+	if (O.report)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+			 " failed=%llu", atomic_load(&g_store_failed));
 	summary("store", &c, t0, extra);
 	return 0;
 }
