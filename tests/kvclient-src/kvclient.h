@@ -47,7 +47,8 @@ struct options {
 	long long expect, min;
 	uint64_t offset;
 	int mmap, report, same;
-	const char *reread_after, *file;
+	int in_place, fsync;
+	const char *reread_after, *file, *manifest;
 };
 extern struct options O;	/* main.c */
 
