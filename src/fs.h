@@ -45,6 +45,7 @@ struct kvt_fs {
 	double entry_timeout, attr_timeout;
 	double negative_timeout;     /* kernel caching of "no such name" */
 	bool verify_always;          /* hash on every open, not once per mount */
+	bool sync;                   /* -o sync: publications durable (publish.c) */
 
 	/* The files the kernel knows, oldest first.  The kernel keeps what it
 	 * looked up until memory runs short, and each costs an inode here;

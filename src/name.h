@@ -30,10 +30,13 @@ int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
 		  struct stat *st);
 
 /* Atomically puts @rec at @d/@name.  A record it replaced is returned in
- * @old (old->ref[0] != 0), whose object the caller releases or keeps. */
+ * @old (old->ref[0] != 0), whose object the caller releases or keeps.
+ * With @sync the record's bytes are durable before it takes the name, so
+ * that a power cut leaves the name with the old record or the new one,
+ * never an empty one. */
 int kvt_name_install(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		     const struct kvt_record *rec, const struct kvt_meta *meta,
-		     struct kvt_record *old);
+		     bool sync, struct kvt_record *old);
 /* Atomically removes the record @d/@name, returned in @old (ref[0] == 0
  * when it did not parse) for the caller to release. */
 int kvt_name_take(struct kvt_store *s, struct kvt_dir *d, const char *name,

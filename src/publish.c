@@ -25,16 +25,36 @@
  * Durability.  By default nothing is synced: the clients of a KV-cache
  * tier never call fsync, and a block lost at a power cut is recomputed,
  * while a sync per block would cost the store its speed.  So after a power
- * cut a record may survive while its object's bytes do not: the size check
- * at resolve and the hash check before serving catch that, and the name
- * vanishes instead of serving torn bytes.  The store's own skeleton (its
- * marker and areas) is synced when it is created (layout.c).
- * A client's fsync or fdatasync of a file asks for more: when it returns,
- * the name must survive a power cut with its bytes.  kvt_store_sync_name
- * then syncs, in order, the object's bytes and its fan-out directory (the
- * reference and anchor links), the record file, and the record's directory
- * and each one above it up to names/ (a directory made since the last
- * sync holds the path to the name). */
+ * cut a record may survive while its object's bytes do not, or with no
+ * bytes of its own: the size check at resolve, the hash check before
+ * serving and the record's parser catch that, and the name vanishes
+ * instead of serving torn bytes.  The store's own skeleton (its marker and
+ * areas, layout.c, and each fan-out directory, object.c) is synced when it
+ * is made.
+ *
+ * A client's fsync or fdatasync of a published file asks for more: when
+ * it returns, the name must survive a power cut with its bytes.
+ * kvt_store_sync_name then syncs, in order, the object's bytes and its
+ * fan-out directory (the reference and anchor links), the record file, and
+ * the record's directory and each one above it up to names/ (a directory
+ * made since the last sync holds the path to the name).
+ *
+ * -o sync asks it of every publication, before the rename or the close
+ * that publishes returns, in three parts so that no journal commit is
+ * waited for twice under a lock:
+ *   1. before the caller's locks, kvt_stage_sync: the staged bytes;
+ *   2. in the transaction (KVT_PUBLISH_SYNC): the object's bytes, if a
+ *      write came after 1 or the bytes are another object's (dedup), then
+ *      the record's bytes before it is renamed onto the name, so that the
+ *      name holds the old record or the new one, never an empty file;
+ *   3. after the locks, kvt_store_sync_published: the fan-out directory
+ *      and the directories from the record's up to names/.
+ * So with -o sync a name on the disk never points at bytes that are not
+ * there, whenever the power goes: after a cut there is no torn name, only
+ * (before 3) names whose publication had not returned yet, and orphans.
+ * This relies on the lower file system keeping the order of its metadata
+ * changes (a journal: ext4, xfs), as it does for the links of step 2 and
+ * the record's rename of step 3. */
 #include "publish.h"
 
 #include <errno.h>
@@ -69,10 +89,24 @@ static void settle_replaced(struct kvt_store *s, struct kvt_record *old,
 	kvt_record_clear(old);
 }
 
+/* Step 2 of -o sync: the bytes the new object holds are durable (the
+ * staged ones, normally synced before the locks; or, deduplicated, the
+ * existing object's, which another publication may not have synced). */
+static int sync_bytes(struct kvt_store *s, struct kvt_stage *st,
+		      const struct kvt_published *out)
+{
+	if (out->dedup)
+		return kvt_object_sync(s, &out->rec);
+	if (!kvt_stage_durable(st) && fdatasync(st->fd))
+		return -errno;
+	return 0;
+}
+
 int kvt_store_publish(struct kvt_store *s, struct kvt_stage *st, struct kvt_dir *d,
 		      const char *name, const struct kvt_meta *meta, GHashTable *xattrs,
 		      unsigned int flags, struct kvt_published *out)
 {
+	bool sync = flags & KVT_PUBLISH_SYNC;
 	struct kvt_record old;
 	uint64_t size;
 	kvt_hash hash;
@@ -85,9 +119,15 @@ int kvt_store_publish(struct kvt_store *s, struct kvt_stage *st, struct kvt_dir 
 	ret = kvt_object_make(s, st->name, size, &hash, &out->rec, &out->dedup);
 	if (ret < 0)
 		goto reopen;
+	if (sync)
+		ret = sync_bytes(s, st, out);
+	if (ret < 0) {
+		kvt_object_unmake(s, &out->rec, out->dedup);
+		goto reopen;
+	}
 	if (xattrs && g_hash_table_size(xattrs))
 		out->rec.xattrs = kvt_xattrs_dup(xattrs);
-	ret = kvt_name_install(s, d, name, &out->rec, meta, &old);
+	ret = kvt_name_install(s, d, name, &out->rec, meta, sync, &old);
 	if (ret < 0) {
 		kvt_object_unmake(s, &out->rec, out->dedup);
 		goto reopen;
@@ -112,7 +152,7 @@ int kvt_store_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		      struct stat *rec_st)
 {
 	struct kvt_record old;
-	int ret = kvt_name_install(s, d, name, rec, meta, &old);
+	int ret = kvt_name_install(s, d, name, rec, meta, false, &old);
 
 	if (ret < 0)
 		return ret;
@@ -138,4 +178,12 @@ int kvt_store_sync_name(struct kvt_store *s, struct kvt_dir *d, const char *name
 	if (fsync(fd))
 		return -errno;
 	return kvt_dir_sync_up(d, s->layout.names);
+}
+
+int kvt_store_sync_published(struct kvt_store *s, struct kvt_dir *d,
+			     const struct kvt_record *rec)
+{
+	int ret = kvt_object_sync_links(s, rec);
+
+	return ret < 0 ? ret : kvt_dir_sync_up(d, s->layout.names);
 }
