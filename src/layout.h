@@ -39,6 +39,16 @@ enum kvt_layout_open {
 bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 		     struct kvt_layout *out, GError **err);
 void kvt_layout_close(struct kvt_layout *l);
+/* For the checker: as KVT_LAYOUT_EXISTING, but a store whose marker is
+ * missing (*@marker -ENOENT) or not a marker (empty after a power cut,
+ * garbage: -EBADMSG) opens too when its three areas are directories;
+ * whether it is a store is then the caller's to judge.  A marker of
+ * another format is refused as by a mount. */
+bool kvt_layout_open_unmarked(const char *lowerdir, struct kvt_layout *out, int *marker,
+			      GError **err);
+/* Writes the marker of this format durably (a new file, fsync, rename,
+ * fsync of LOWERDIR). */
+int kvt_layout_write_marker(struct kvt_dir *root);
 
 /* Whether a live mount holds staging/@name's lock: 1 yes, 0 no, -errno.
  * Asks without taking (F_OFD_GETLK), so it works on a read-only store. */
