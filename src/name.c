@@ -64,7 +64,13 @@ static int write_stage_record(struct kvt_store *s, const struct kvt_record *rec,
 		ret = -errno;
 	else if (meta->set_times && futimens(fd, ts))
 		ret = -errno;
-	else if (sync && fdatasync(fd))
+	else if (sync && sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE |
+					 SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER))
+		/* Written, and allocated in the journal's running transaction,
+		 * before the rename that follows: a journaling file system
+		 * commits them first.  No commit is waited for here, under
+		 * the caller's locks; kvt_store_sync_published makes it
+		 * durable. */
 		ret = -errno;
 	else if (!sync)
 		/* Not durable, but on its way: written back now, the record's

@@ -363,7 +363,7 @@ void kvt_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	/* Published, but not durable: the rename fails, as a failed fsync
 	 * would say. */
 	if (r.published && fs->sync)
-		ret = kvt_store_sync_published(fs->store, r.npd, &r.id);
+		ret = kvt_store_sync_published(fs->store, r.npd, newname, &r.id);
 
 	if (r.st) {
 		kvt_version_wake(r.src);

@@ -41,20 +41,23 @@
  *
  * -o sync asks it of every publication, before the rename or the close
  * that publishes returns, in three parts so that no journal commit is
- * waited for twice under a lock:
+ * waited for under a lock (the rename of a temp file holds the tree lock:
+ * a commit there would serialize every store; measured, it cost 85% of
+ * the store rate, docs/performance.md):
  *   1. before the caller's locks, kvt_stage_sync: the staged bytes;
- *   2. in the transaction (KVT_PUBLISH_SYNC): the object's bytes, if a
- *      write came after 1 or the bytes are another object's (dedup), then
- *      the record's bytes before it is renamed onto the name, so that the
- *      name holds the old record or the new one, never an empty file;
- *   3. after the locks, kvt_store_sync_published: the fan-out directory
- *      and the directories from the record's up to names/.
+ *   2. in the transaction (KVT_PUBLISH_SYNC): the object's bytes if a
+ *      write came after 1 or the bytes are another object's (dedup), and
+ *      the record's bytes written out (sync_file_range, no commit) before
+ *      it is renamed onto the name, so that the name holds the old record
+ *      or the new one, never an empty file;
+ *   3. after the locks, kvt_store_sync_published: the record, the fan-out
+ *      directory and the directories from the record's up to names/.
  * So with -o sync a name on the disk never points at bytes that are not
  * there, whenever the power goes: after a cut there is no torn name, only
- * (before 3) names whose publication had not returned yet, and orphans.
+ * names whose publication had not returned yet (before 3), and orphans.
  * This relies on the lower file system keeping the order of its metadata
- * changes (a journal: ext4, xfs), as it does for the links of step 2 and
- * the record's rename of step 3. */
+ * changes (a journal: ext4, xfs): the links and the record's allocation of
+ * step 2 reach the disk no later than the record's rename. */
 #include "publish.h"
 
 #include <errno.h>
@@ -180,10 +183,18 @@ int kvt_store_sync_name(struct kvt_store *s, struct kvt_dir *d, const char *name
 	return kvt_dir_sync_up(d, s->layout.names);
 }
 
-int kvt_store_sync_published(struct kvt_store *s, struct kvt_dir *d,
+int kvt_store_sync_published(struct kvt_store *s, struct kvt_dir *d, const char *name,
 			     const struct kvt_record *rec)
 {
-	int ret = kvt_object_sync_links(s, rec);
+	kvt_autofd fd = kvt_dir_open_file(d, name, O_RDONLY, 0, NULL);
+	int ret;
 
+	/* Gone or replaced since (an unlink, another publication): what is
+	 * there now is made durable, or nothing. */
+	if (fd >= 0 && fsync(fd))
+		return -errno;
+	if (fd < 0 && fd != -ENOENT)
+		return fd;
+	ret = kvt_object_sync_links(s, rec);
 	return ret < 0 ? ret : kvt_dir_sync_up(d, s->layout.names);
 }

@@ -50,10 +50,11 @@ int kvt_store_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		      const struct kvt_record *rec, const struct kvt_meta *meta,
 		      struct stat *rec_st);
 
-/* After a publication with KVT_PUBLISH_SYNC of the object @rec under a
- * name in @d: makes the object's links and the directories from @d up to
- * names/ durable.  When it returns, the publication survives a power cut. */
-int kvt_store_sync_published(struct kvt_store *s, struct kvt_dir *d,
+/* After a publication with KVT_PUBLISH_SYNC of the object @rec at
+ * @d/@name: makes the record, the object's links and the directories from
+ * @d up to names/ durable.  When it returns, the publication survives a
+ * power cut. */
+int kvt_store_sync_published(struct kvt_store *s, struct kvt_dir *d, const char *name,
 			     const struct kvt_record *rec);
 
 /* Makes the published name @d/@name and its object @rec durable: what a

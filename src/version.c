@@ -214,7 +214,7 @@ int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_st
 	}
 	kvt_inode_unlock(p);
 	if (ret == 0 && fs->sync)
-		sret = kvt_store_sync_published(fs->store, pd, &id);
+		sret = kvt_store_sync_published(fs->store, pd, ino->name, &id);
 	kvt_dir_unref(pd);
 	kvt_version_wake(ino);
 	kvt_stage_unref(st);
