@@ -4,7 +4,7 @@
  *   resolve.c    lookup, getattr, statfs: names resolved, sizes checked
  *   attr.c       setattr
  *   forget.c     the kernel's lookup counts, forget, the bound on them
- *   file.c       open, read, write, flush, fsync, release, create, mknod
+ *   file.c       open, read, write, flush, fsync(dir), release, create, mknod
  *   version.c    versions of a file being written, and their publication
  *   namespace.c  mkdir, rmdir, unlink, rename
  *   listing.c    opendir, readdir(plus), releasedir

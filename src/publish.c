@@ -198,3 +198,41 @@ int kvt_store_sync_published(struct kvt_store *s, struct kvt_dir *d, const char 
 	ret = kvt_object_sync_links(s, rec);
 	return ret < 0 ? ret : kvt_dir_sync_up(d, s->layout.names);
 }
+
+int kvt_store_sync_dir(struct kvt_store *s, struct kvt_dir *d)
+{
+	int ret;
+	g_autoptr(GPtrArray) ents = kvt_dir_list(d, false, &ret);
+
+	if (!ents)
+		return ret;
+	for (guint i = 0; i < ents->len; i++) {
+		const struct kvt_dirent *e = ents->pdata[i];
+		struct kvt_record rec;
+
+		if (e->type != DT_REG && e->type != DT_UNKNOWN)
+			continue;
+		ret = kvt_name_read(d, e->name, &rec, NULL);
+		/* Gone meanwhile, a subdirectory, or torn (a resolve purges
+		 * it): nothing of it to make durable. */
+		if (ret == -ENOENT || ret == -EBADMSG || ret == -EISDIR) {
+			kvt_record_clear(&rec);
+			continue;
+		}
+		if (ret == 0) {
+			ret = kvt_object_sync(s, &rec);
+			if (ret == -ENOENT)
+				ret = 0;
+		}
+		if (ret == 0) {
+			kvt_autofd fd = kvt_dir_open_file(d, e->name, O_RDONLY, 0, NULL);
+
+			if (fd >= 0 && fsync(fd))
+				ret = -errno;
+		}
+		kvt_record_clear(&rec);
+		if (ret < 0)
+			return ret;
+	}
+	return kvt_dir_sync_up(d, s->layout.names);
+}

@@ -61,3 +61,9 @@ int kvt_store_sync_published(struct kvt_store *s, struct kvt_dir *d, const char 
  * client's fsync of a published file asks for. */
 int kvt_store_sync_name(struct kvt_store *s, struct kvt_dir *d, const char *name,
 			const struct kvt_record *rec);
+
+/* Makes every published name in @d durable, with its object (what a
+ * client's fsync of a directory asks for after renames into it: the
+ * entries, and with them the bytes that a temp file's fsync could not
+ * make durable yet), and the directories from @d up to names/. */
+int kvt_store_sync_dir(struct kvt_store *s, struct kvt_dir *d);

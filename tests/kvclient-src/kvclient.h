@@ -47,7 +47,7 @@ struct options {
 	long long expect, min;
 	uint64_t offset;
 	int mmap, report, same;
-	int in_place, fsync;
+	int in_place, fsync, fsync_dir;
 	const char *reread_after, *file, *manifest;
 };
 extern struct options O;	/* main.c */

@@ -123,6 +123,9 @@ static const char usage_text[] =
 "                     final name's with --in-place), and after the rename\n"
 "                     open(dest, O_RDONLY) + fsync + close: a file is synced\n"
 "                     under its final name\n"
+"  --fsync-dir        vllm-store: the POSIX idiom instead: fsync(fd) of the\n"
+"                     temp file before close, rename, fsync of the directory\n"
+"                     (opened O_RDONLY|O_DIRECTORY); not with --in-place\n"
 "  --manifest FILE    vllm-store: append \"<key>\\n\" to FILE (one write,\n"
 "                     O_APPEND) once the calls that store the block (and with\n"
 "                     --fsync sync it) have all returned: the blocks the\n"
@@ -264,6 +267,8 @@ int main(int argc, char **argv)
 			O.in_place = 1;
 		else if (FLAG("--fsync"))
 			O.fsync = 1;
+		else if (FLAG("--fsync-dir"))
+			O.fsync = O.fsync_dir = 1;
 		else if (FLAG("--help")) {
 			fputs(usage_text, stdout);
 			return 0;
@@ -361,7 +366,9 @@ int main(int argc, char **argv)
 	if (O.report && strcmp(O.cmd, "vllm-load") && strcmp(O.cmd, "verify"))
 		usage_error("--report is for vllm-load and verify");
 	if ((O.in_place || O.fsync) && strcmp(O.cmd, "vllm-store"))
-		usage_error("--in-place and --fsync are for vllm-store");
+		usage_error("--in-place, --fsync and --fsync-dir are for vllm-store");
+	if (O.in_place && O.fsync_dir)
+		usage_error("--in-place and --fsync-dir exclude each other");
 	if (O.in_place && O.no_rename)
 		usage_error("--in-place and --no-rename exclude each other");
 	if (O.manifest && strcmp(O.cmd, "vllm-store") && strcmp(O.cmd, "vllm-load"))

@@ -94,11 +94,19 @@ static uint64_t key_of(long long i)
 	return g_keys ? g_keys[i] : O.key_base + (uint64_t)i;
 }
 
-/* fsync of @path opened read-only: what makes a block durable once it has
- * its final name.  0 or an errno. */
-static int fsync_path(const char *path)
+/* fsync of @path opened read-only (@dir: of its directory): what makes a
+ * block durable once it has its final name.  0 or an errno. */
+static int fsync_path(const char *path, int dir)
 {
-	int fd = open(path, O_RDONLY), e = 0;
+	char parent[PATH_MAX];
+	int fd, e = 0;
+
+	if (dir) {
+		snprintf(parent, sizeof(parent), "%s", path);
+		*strrchr(parent, '/') = '\0';
+		path = parent;
+	}
+	fd = open(path, O_RDONLY | (dir ? O_DIRECTORY : 0));
 
 	if (fd < 0)
 		return errno;
@@ -194,8 +202,9 @@ static void *vllm_store_thread(void *arg)
 				      errname(e));
 			continue;
 		}
-		if (O.fsync && !O.in_place && (e = fsync_path(dest))) {
-			failf(dest, 0, "fsync after the rename: %s", errname(e));
+		if (O.fsync && !O.in_place && (e = fsync_path(dest, O.fsync_dir))) {
+			failf(dest, 0, "fsync of the %s after the rename: %s",
+			      O.fsync_dir ? "directory" : "file", errname(e));
 			continue;
 		}
 		manifest_add(key);
