@@ -37,7 +37,10 @@
  * kvt_store_sync_name then syncs, in order, the object's bytes and its
  * fan-out directory (the reference and anchor links), the record file, and
  * the record's directory and each one above it up to names/ (a directory
- * made since the last sync holds the path to the name).
+ * made since the last sync holds the path to the name).  A client's fsync
+ * of a directory (after renames into it) gets the same for every name in
+ * it, kvt_store_sync_dir: its fsync of a temp file could not make bytes
+ * durable that become an object only at the rename.
  *
  * -o sync asks it of every publication, before the rename or the close
  * that publishes returns, in three parts so that no journal commit is
