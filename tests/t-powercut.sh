@@ -26,7 +26,8 @@
 #   nothing was synced), and after the remount and the loads only orphans.
 #
 # KVT_POWERCUT_ROUNDS (default 1): rounds of (b), (c), (d); a run makes
-# 1 + 3 x rounds cuts.  Each round prints one line per cut: blocks
+# 1 + 3 x rounds cuts, about 40 s a round (raise tests/run's KVT_TIMEOUT
+# past 300 s for more than five).  Each round prints one line per cut: blocks
 # acknowledged, blocks checked, wrong bytes, synced acknowledged blocks
 # lost (never allowed), unsynced ones lost (allowed), orphans reported.
 # kvt-timeout: 300
