@@ -1,4 +1,4 @@
-/* Files: create, open, read, write, flush, fsync, release.
+/* Files: create, open, read, write, flush, fsync, release; fsyncdir.
  *
  * A reader of a published file reads its object, checked before the
  * first byte is served (verify.h); a read that finds fewer bytes than
@@ -580,6 +580,21 @@ void kvt_op_fsync(fuse_req_t req, fuse_ino_t n, int datasync, struct fuse_file_i
 
 	if (ret == 0)
 		ret = sync_published(fs, ino);
+	fuse_reply_err(req, -ret);
+}
+
+/* fsync(2) of a directory: the names published in it durable, with
+ * their bytes (publish.c), as a client that renamed temp files into it
+ * and then synced it expects.  Without this the kernel takes ENOSYS for
+ * success, and the sync would silently do nothing. */
+void kvt_op_fsyncdir(fuse_req_t req, fuse_ino_t n, int datasync, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	g_autoptr(kvt_dir) d = NULL;
+	int ret = kvt_inode_dir(fs, kvt_inode_of(fs, n), &d);
+
+	if (ret == 0)
+		ret = kvt_store_sync_dir(fs->store, d);
 	fuse_reply_err(req, -ret);
 }
 

@@ -29,9 +29,7 @@ static bool fail(GError **err, int errnum, const char *lowerdir, const char *fmt
 	return false;
 }
 
-/* "a FIFO", "a symbolic link"...: what is at @name instead of what the
- * layout wants there. */
-static const char *what_is(struct kvt_dir *d, const char *name)
+const char *kvt_layout_what_is(struct kvt_dir *d, const char *name)
 {
 	struct stat st;
 
@@ -109,22 +107,12 @@ static int read_marker(struct kvt_dir *root, int *version)
 	return kvt_marker_parse(buf, n, version);
 }
 
-/* The areas, then the marker by rename: a store is either marked and
- * complete, or an empty-looking directory that the next mount completes.
- * Everything is made durable before the marker says "store", and the
- * marker before a mount reports ready: a power cut must not leave a
- * marker without its bytes. */
-static int create_store(struct kvt_dir *root)
+int kvt_layout_write_marker(struct kvt_dir *root)
 {
 	char buf[64];
 	int len, ret;
 	kvt_autofd fd = -1;
 
-	for (size_t i = 0; i < G_N_ELEMENTS(areas); i++) {
-		ret = kvt_dir_mkdir(root, areas[i], 0755);
-		if (ret < 0 && ret != -EEXIST)
-			return ret;
-	}
 	kvt_dir_unlink(root, KVT_MARKER ".new");
 	fd = kvt_dir_open_file(root, KVT_MARKER ".new", O_WRONLY | O_CREAT | O_EXCL, 0644,
 			       NULL);
@@ -151,10 +139,43 @@ static int create_store(struct kvt_dir *root)
 	return ret;
 }
 
+/* The areas, then the marker by rename: a store is either marked and
+ * complete, or an empty-looking directory that the next mount completes.
+ * Everything is made durable before the marker says "store", and the
+ * marker before a mount reports ready: a power cut must not leave a
+ * marker without its bytes. */
+static int create_store(struct kvt_dir *root)
+{
+	int ret;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(areas); i++) {
+		ret = kvt_dir_mkdir(root, areas[i], 0755);
+		if (ret < 0 && ret != -EEXIST)
+			return ret;
+	}
+	return kvt_layout_write_marker(root);
+}
+
+/* The three areas, opened into @out. */
+static int open_areas(struct kvt_layout *out, const char **which)
+{
+	struct kvt_dir **dirs[] = { &out->objects, &out->names, &out->staging };
+
+	for (size_t i = 0; i < G_N_ELEMENTS(areas); i++) {
+		int ret = kvt_dir_open(out->root, areas[i], dirs[i]);
+
+		if (ret < 0) {
+			*which = areas[i];
+			return ret;
+		}
+	}
+	return 0;
+}
+
 bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 		     struct kvt_layout *out, GError **err)
 {
-	struct kvt_dir **dirs[] = { &out->objects, &out->names, &out->staging };
+	const char *which;
 	int version = 0, ret;
 
 	memset(out, 0, sizeof(*out));
@@ -180,7 +201,7 @@ bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 		goto out;
 	}
 	if (ret == -EBADMSG) {
-		const char *what = what_is(out->root, KVT_MARKER);
+		const char *what = kvt_layout_what_is(out->root, KVT_MARKER);
 
 		if (strcmp(what, "a regular file"))
 			fail(err, EBADMSG, lowerdir, "%s is %s, not a kvtierfs store marker",
@@ -200,23 +221,51 @@ bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 		     version, KVT_FORMAT_VERSION);
 		goto out;
 	}
-	for (size_t i = 0; i < G_N_ELEMENTS(areas); i++) {
-		ret = kvt_dir_open(out->root, areas[i], dirs[i]);
-		if (ret == -ENOTDIR || ret == -ELOOP) {
-			fail(err, -ret, lowerdir, "damaged store: %s is %s, not a directory",
-			     areas[i], what_is(out->root, areas[i]));
-			goto out;
-		}
-		if (ret < 0) {
-			fail(err, -ret, lowerdir, "damaged store: %s/: %s", areas[i],
-			     g_strerror(-ret));
-			goto out;
-		}
+	ret = open_areas(out, &which);
+	if (ret == -ENOTDIR || ret == -ELOOP) {
+		fail(err, -ret, lowerdir, "damaged store: %s is %s, not a directory", which,
+		     kvt_layout_what_is(out->root, which));
+		goto out;
+	}
+	if (ret < 0) {
+		fail(err, -ret, lowerdir, "damaged store: %s/: %s", which, g_strerror(-ret));
+		goto out;
 	}
 	return true;
 out:
 	kvt_layout_close(out);
 	return false;
+}
+
+bool kvt_layout_open_unmarked(const char *lowerdir, struct kvt_layout *out, int *marker,
+			      GError **err)
+{
+	const char *which;
+	int ret;
+
+	*marker = 0;
+	memset(out, 0, sizeof(*out));
+	ret = kvt_dir_open_root(lowerdir, &out->root);
+	if (ret < 0)
+		return fail(err, -ret, lowerdir, "%s", g_strerror(-ret));
+	ret = read_marker(out->root, &(int){ 0 });
+	if (ret != -ENOENT && ret != -EBADMSG) {
+		/* Marked (maybe another format), or unreadable: as a mount. */
+		kvt_layout_close(out);
+		return kvt_layout_open(lowerdir, KVT_LAYOUT_EXISTING, out, err);
+	}
+	if (open_areas(out, &which) < 0) {
+		if (ret == -ENOENT)
+			fail(err, ENOENT, lowerdir, " is not a kvtierfs store (no %s)",
+			     KVT_MARKER);
+		else
+			fail(err, EBADMSG, lowerdir, "%s is not a kvtierfs store marker",
+			     KVT_MARKER);
+		kvt_layout_close(out);
+		return false;
+	}
+	*marker = ret;
+	return true;
 }
 
 void kvt_layout_close(struct kvt_layout *l)

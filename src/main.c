@@ -175,6 +175,7 @@ static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_s
 	fs->negative_timeout = o->negative_timeout;
 	fs->attr_timeout = o->attr_timeout;
 	fs->verify_always = o->verify_always;
+	fs->sync = o->sync;
 	fs->max_inodes = o->max_inodes;
 	fs->verifier = kvt_verifier_new(o->verify_cache);
 	kvt_store_set_stats(store, &fs->stats);

@@ -42,9 +42,10 @@ int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
 	return read_record_fd(fd, name, st ? st : &own, rec);
 }
 
-/* Writes @rec to a new file in staging; its name in *@name_out. */
+/* Writes @rec to a new file in staging, with @sync durably; its name in
+ * *@name_out. */
 static int write_stage_record(struct kvt_store *s, const struct kvt_record *rec,
-			      const struct kvt_meta *meta, char **name_out)
+			      const struct kvt_meta *meta, bool sync, char **name_out)
 {
 	g_autoptr(GString) body = kvt_record_encode(rec);
 	struct timespec ts[2] = { meta->atime, meta->mtime };
@@ -71,6 +72,21 @@ static int write_stage_record(struct kvt_store *s, const struct kvt_record *rec,
 		ret = -errno;
 	if (ret == 0 && meta->set_times && futimens(fd, ts))
 		ret = -errno;
+	if (ret == 0 && sync && sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE |
+					 SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER))
+		/* Written, and allocated in the journal's running transaction,
+		 * before the rename that follows: a journaling file system
+		 * commits them first.  No commit is waited for here, under
+		 * the caller's locks; kvt_store_sync_published makes it
+		 * durable. */
+		ret = -errno;
+	else if (ret == 0 && !sync)
+		/* Not durable, but on its way: written back now, the record's
+		 * bytes reach the disk before its rename does on a journaling
+		 * file system in ordered mode (ext4's default), and a power cut
+		 * leaves the name with its record, not with an empty file (a
+		 * block lost whose object is intact).  Best effort. */
+		sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	if (ret < 0) {
 		kvt_dir_unlink(s->stage, name);
 		return ret;
@@ -89,14 +105,14 @@ static void take_staged(struct kvt_store *s, const char *tmp, struct kvt_record 
 
 int kvt_name_install(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		     const struct kvt_record *rec, const struct kvt_meta *meta,
-		     struct kvt_record *old)
+		     bool sync, struct kvt_record *old)
 {
 	g_autofree char *tmp = NULL;
 	struct stat st;
 	int ret;
 
 	kvt_record_init(old);
-	ret = write_stage_record(s, rec, meta, &tmp);
+	ret = write_stage_record(s, rec, meta, sync, &tmp);
 	if (ret < 0)
 		return ret;
 	for (int attempt = 0; attempt < 16; attempt++) {
@@ -146,7 +162,7 @@ int kvt_name_create(struct kvt_store *s, struct kvt_dir *d, const char *name,
 {
 	g_autofree char *tmp = NULL;
 	struct stat st;
-	int ret = write_stage_record(s, rec, meta, &tmp);
+	int ret = write_stage_record(s, rec, meta, false, &tmp);
 
 	if (ret < 0)
 		return ret;

@@ -313,6 +313,7 @@ struct rename {
 	struct kvt_stage *st;       /* the version the rename publishes */
 	struct kvt_published pub;
 	bool published;
+	struct kvt_record id;       /* the object published, for -o sync */
 	struct kvt_record replaced; /* what was at the new name */
 };
 
@@ -348,11 +349,13 @@ static int rename_lower(struct kvt_fs *fs, struct rename *r)
 			xattrs = kvt_xattrs_dup(r->src->rec.xattrs);
 		kvt_inode_unlock(r->src);
 		ret = kvt_store_publish(fs->store, r->st, r->npd, r->newname, &meta, xattrs,
-					KVT_PUBLISH_KEEP_REPLACED, &r->pub);
+					KVT_PUBLISH_KEEP_REPLACED |
+					(fs->sync ? KVT_PUBLISH_SYNC : 0), &r->pub);
 		if (ret < 0)
 			return ret;
 		if (ret == 0) {
 			r->published = true;
+			kvt_record_id(&r->id, &r->pub.rec);
 			r->replaced = r->pub.replaced;
 			kvt_record_init(&r->pub.replaced);
 			/* An older published version under the old name goes. */
@@ -462,8 +465,11 @@ void kvt_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (kvt_inode_pending(r.src))
 			r.st = kvt_stage_ref(r.src->stage);
 		kvt_inode_unlock(r.src);
-		/* Any hashing left is done before the locks are taken. */
+		/* Any hashing left, and with -o sync the bytes' sync, are
+		 * done before the locks are taken. */
 		ret = r.st ? kvt_stage_prepare(r.st) : 0;
+		if (ret == 0 && r.st && fs->sync)
+			ret = kvt_stage_sync(r.st);
 		if (ret < 0)
 			goto reply;
 	}
@@ -478,6 +484,10 @@ void kvt_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		drop = kvt_version_published(fs, r.src, &r.pub, false);
 	unlock_two(r.p, r.np);
 	kvt_tree_unlock(fs);
+	/* Published, but not durable: the rename fails, as a failed fsync
+	 * would say. */
+	if (r.published && fs->sync)
+		ret = kvt_store_sync_published(fs->store, r.npd, newname, &r.id);
 
 	if (r.st) {
 		kvt_version_wake(r.src);

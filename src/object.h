@@ -38,6 +38,10 @@ void kvt_object_fanout(const kvt_hash *h, char out[3]);
 bool kvt_object_is_fanout(const char *name);
 char *kvt_object_anchor_name(const kvt_hash *h);
 char *kvt_object_ref_name(const struct kvt_record *rec);
+/* Makes every missing fan-out directory, durably (once in a store's
+ * life): a sync of an object's links then needs its fan-out directory
+ * only, and no store waits for a sync of objects/. */
+int kvt_objects_prepare(struct kvt_store *s);
 /* Parses an anchor or reference name found in fan-out directory @fanout. */
 bool kvt_object_parse_name(const char *fanout, const char *name, kvt_hash *h,
 			   bool *is_ref);
@@ -54,6 +58,9 @@ int kvt_object_make(struct kvt_store *s, const char *stage_name, uint64_t size,
 int kvt_object_unmake(struct kvt_store *s, const struct kvt_record *rec, bool dedup);
 /* Makes @rec's object and its link durable (fsync of both). */
 int kvt_object_sync(struct kvt_store *s, const struct kvt_record *rec);
+/* Makes @rec's reference and anchor links durable (fsync of the fan-out
+ * directory), not the bytes. */
+int kvt_object_sync_links(struct kvt_store *s, const struct kvt_record *rec);
 
 /* The injected error (fault.h) for @op on the bytes of @rec's object, on
  * its reference name; 0 when none (and always when faults are off). */

@@ -83,6 +83,7 @@ const struct fuse_lowlevel_ops kvt_fuse_ops = {
 	.readdir = kvt_op_readdir,
 	.readdirplus = kvt_op_readdirplus,
 	.releasedir = kvt_op_releasedir,
+	.fsyncdir = kvt_op_fsyncdir,
 	.statfs = kvt_op_statfs,
 	.setxattr = kvt_op_setxattr,
 	.getxattr = kvt_op_getxattr,

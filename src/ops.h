@@ -47,6 +47,7 @@ void kvt_op_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 void kvt_op_readdirplus(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 			struct fuse_file_info *fi);
 void kvt_op_releasedir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi);
+void kvt_op_fsyncdir(fuse_req_t req, fuse_ino_t n, int datasync, struct fuse_file_info *fi);
 /* xattr.c */
 void kvt_op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name, size_t size);
 void kvt_op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name, const char *value,

@@ -161,6 +161,7 @@ int kvt_stage_write(struct kvt_stage *st, const char *buf, size_t size, off_t of
 			direct = false;
 		}
 	}
+	__atomic_store_n(&st->durable, false, __ATOMIC_RELEASE);
 	feed_hash(st, src, size, off);
 	ret = kvt_fault(KVT_FAULT_WRITE, st->name);
 	if (ret == 0)
@@ -191,6 +192,7 @@ int kvt_stage_truncate(struct kvt_stage *st, uint64_t size)
 
 	if (fault)
 		return fault;
+	__atomic_store_n(&st->durable, false, __ATOMIC_RELEASE);
 	if (ftruncate(st->fd, size))
 		return -errno;
 	g_mutex_lock(&st->hash_lock);
@@ -216,6 +218,7 @@ int kvt_stage_fill(struct kvt_stage *st, int src_fd, uint64_t len)
 
 	if (fault)
 		return fault;
+	__atomic_store_n(&st->durable, false, __ATOMIC_RELEASE);
 	g_mutex_lock(&st->hash_lock);
 	break_hash_locked(st); /* hashed again at publication */
 	g_mutex_unlock(&st->hash_lock);
@@ -278,6 +281,22 @@ int kvt_stage_prepare(struct kvt_stage *st)
 	if (kvt_stage_state(st) == KVT_STAGE_OPEN && !st->error &&
 	    !hash_covers(st, kvt_stage_size(st)))
 		ret = rehash_locked(st, kvt_stage_size(st));
+	g_rw_lock_writer_unlock(&st->io);
+	return ret;
+}
+
+int kvt_stage_sync(struct kvt_stage *st)
+{
+	int ret = 0;
+
+	/* Exclusive against writers, so that "durable" covers every byte. */
+	g_rw_lock_writer_lock(&st->io);
+	if (kvt_stage_state(st) == KVT_STAGE_OPEN && !kvt_stage_durable(st)) {
+		if (fdatasync(st->fd))
+			ret = -errno;
+		else
+			__atomic_store_n(&st->durable, true, __ATOMIC_RELEASE);
+	}
 	g_rw_lock_writer_unlock(&st->io);
 	return ret;
 }

@@ -51,6 +51,8 @@ KVT_LAST_PID=       # daemon started by the last kvt_start
 declare -A KVT_DAEMONS=()   # pid -> mountpoint, every daemon still running
 declare -A KVT_LOGOFF=()    # pid -> daemon.log offset when it started
 KVT_BG=()                   # other background pids to kill at exit (kvt_bg)
+KVT_CLEANUP_HOOKS=()        # functions kvt_cleanup runs after the unmounts
+                            # (tests/powercut.sh: its loop devices)
 _kvt_n=0
 _kvt_failed=0
 _kvt_plan=
@@ -552,6 +554,9 @@ kvt_cleanup() {
 			*) umount -l "$m" 2>/dev/null ;;
 			esac
 		done
+	for m in "${KVT_CLEANUP_HOOKS[@]}"; do
+		"$m"
+	done
 	if awk -v p="$T/" 'index($5, p) == 1 { f = 1 } END { exit !f }' /proc/self/mountinfo; then
 		echo "# cleanup: mounts left under $T, not removing it"
 		return 0

@@ -46,8 +46,9 @@ struct options {
 	int no_rename, stop_on_enospc, keep_going, no_tmp;
 	long long expect, min;
 	uint64_t offset;
-	int mmap, report, same, fsync;
-	const char *reread_after, *file;
+	int mmap, report, same;
+	int in_place, fsync, fsync_dir;
+	const char *reread_after, *file, *manifest;
 };
 extern struct options O;	/* main.c */
 

@@ -113,12 +113,31 @@ static const char usage_text[] =
 "                     and is reported the same way (\"<key> read short <n>\",\n"
 "                     \"<key> read wrong <offset>\", \"<key> <step> error\n"
 "                     <ERRNO>\").  The summary line adds ok=N enoent=N eio=N.\n"
-"  --fsync            vllm-store: after the rename open the block, fsync\n"
-"                     it and close it; a block counts as stored once\n"
-"                     that worked\n"
+"                     verify: a listed name that open or read finds absent\n"
+"                     or unreadable (ENOENT, EIO: a torn block the file\n"
+"                     system refuses) is reported as \"<path> <step>\n"
+"                     enoent|eio\" and counted, not a failure; wrong or short\n"
+"                     bytes still are\n"
 "  --same             vllm-load: every thread loads every key, all threads\n"
 "                     the same key at once (they wait for each other before\n"
 "                     each key): --threads loads per key\n"
+"  --in-place         vllm-store: write each block straight to its final name\n"
+"                     (open O_CREAT|O_TRUNC, one write, close; LMCache), no\n"
+"                     temp file, no rename\n"
+"  --fsync            vllm-store: make each block durable before counting it\n"
+"                     stored: fsync(fd) before close (the temp file's, or the\n"
+"                     final name's with --in-place), and after the rename\n"
+"                     open(dest, O_RDONLY) + fsync + close: a file is synced\n"
+"                     under its final name\n"
+"  --fsync-dir        vllm-store: the POSIX idiom instead: fsync(fd) of the\n"
+"                     temp file before close, rename, fsync of the directory\n"
+"                     (opened O_RDONLY|O_DIRECTORY); not with --in-place\n"
+"  --manifest FILE    vllm-store: append \"<key>\\n\" to FILE (one write,\n"
+"                     O_APPEND) once the calls that store the block (and with\n"
+"                     --fsync sync it) have all returned: the blocks the\n"
+"                     client was told are stored.  vllm-load: load exactly\n"
+"                     the keys listed in FILE (--blocks and --key-base are\n"
+"                     ignored)\n"
 "\n"
 "Each phase prints one summary line on stdout:\n"
 "  <command> <phase>: ops=N bytes=N errors=N ... secs=S MiB/s=R\n"
@@ -250,13 +269,19 @@ int main(int argc, char **argv)
 			O.mmap = 1;
 		else if (FLAG("--report"))
 			O.report = 1;
+		else if (FLAG("--in-place"))
+			O.in_place = 1;
 		else if (FLAG("--fsync"))
 			O.fsync = 1;
+		else if (FLAG("--fsync-dir"))
+			O.fsync = O.fsync_dir = 1;
 		else if (FLAG("--help")) {
 			fputs(usage_text, stdout);
 			return 0;
 		} else if (ARG("--dir"))
 			O.dir = v;
+		else if (ARG("--manifest"))
+			O.manifest = v;
 		else if (ARG("--model"))
 			O.model = v;
 		else if (ARG("--blocks"))
@@ -342,12 +367,19 @@ int main(int argc, char **argv)
 	if (O.offset >= O.size || (O.odirect && O.offset % ALIGN))
 		usage_error("--offset must be below --size (a multiple of %d "
 			    "with --odirect)", ALIGN);
-	if (O.report && strcmp(O.cmd, "vllm-load") && strcmp(O.cmd, "vllm-store"))
-		usage_error("--report is for vllm-load and vllm-store");
 	if (O.same && strcmp(O.cmd, "vllm-load"))
 		usage_error("--same is for vllm-load");
-	if (O.fsync && strcmp(O.cmd, "vllm-store"))
-		usage_error("--fsync is for vllm-store");
+	if (O.report && strcmp(O.cmd, "vllm-load") && strcmp(O.cmd, "vllm-store") &&
+	    strcmp(O.cmd, "verify"))
+		usage_error("--report is for vllm-load, vllm-store and verify");
+	if ((O.in_place || O.fsync) && strcmp(O.cmd, "vllm-store"))
+		usage_error("--in-place, --fsync and --fsync-dir are for vllm-store");
+	if (O.in_place && O.fsync_dir)
+		usage_error("--in-place and --fsync-dir exclude each other");
+	if (O.in_place && O.no_rename)
+		usage_error("--in-place and --no-rename exclude each other");
+	if (O.manifest && strcmp(O.cmd, "vllm-store") && strcmp(O.cmd, "vllm-load"))
+		usage_error("--manifest is for vllm-store and vllm-load");
 	if (stat(O.dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		usage_error("--dir %s: not a directory", O.dir);
 

@@ -10,6 +10,21 @@
 static char **g_files;
 static size_t g_nfiles, g_capfiles;
 static unsigned long long g_tmp_found;
+static atomic_ullong g_enoent, g_eio;
+
+/* --report: a listed name found absent or unreadable (what a file system
+ * answers for a torn block) is counted and shown, not a failure.  1 when
+ * it was taken so. */
+static int reported(const char *path, const char *step, int e)
+{
+	if (!O.report || (e != ENOENT && e != EIO))
+		return 0;
+	atomic_fetch_add(e == ENOENT ? &g_enoent : &g_eio, 1);
+	pthread_mutex_lock(&g_out_mu);
+	printf("%s %s %s\n", path, step, e == ENOENT ? "enoent" : "eio");
+	pthread_mutex_unlock(&g_out_mu);
+	return 1;
+}
 
 static void add_file(const char *path)
 {
@@ -45,8 +60,9 @@ static void walk(const char *dir)
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (de->d_type == DT_UNKNOWN) {
 			if (lstat(path, &st) < 0) {
-				failf(path, 0, "lstat of listed name: %s",
-				      errname(errno));
+				if (!reported(path, "lstat", errno))
+					failf(path, 0, "lstat of listed name: %s",
+					      errname(errno));
 				continue;
 			}
 			isdir = S_ISDIR(st.st_mode);
@@ -93,7 +109,9 @@ static void *verify_thread(void *arg)
 		atomic_fetch_add(&c->ops, 1);
 		fd = open(path, O_RDONLY | dflag());
 		if (fd < 0) {
-			failf(path, 0, "open of listed name: %s", errname(errno));
+			if (!reported(path, "open", errno))
+				failf(path, 0, "open of listed name: %s",
+				      errname(errno));
 			continue;
 		}
 		if (fstat(fd, &st) < 0) {
@@ -108,7 +126,10 @@ static void *verify_thread(void *arg)
 		}
 		n = read_whole(fd, buf, cap);
 		if (n < 0) {
-			failf(path, 0, "read: %s", errname(errno));
+			int e = errno;
+
+			if (!reported(path, "read", e))
+				failf(path, 0, "read: %s", errname(e));
 			close(fd);
 			continue;
 		}
@@ -145,7 +166,7 @@ static void *verify_thread(void *arg)
 int cmd_verify(void)
 {
 	struct counters c = { 0 };
-	char extra[120];
+	char extra[200];
 	double t0 = now_sec();
 	unsigned long long found;
 
@@ -176,8 +197,14 @@ int cmd_verify(void)
 	if (O.min >= 0 && g_nfiles < (unsigned long long)O.min)
 		failf(O.dir, 0, "found %zu blocks, expected at least %lld",
 		      g_nfiles, O.min);
-	snprintf(extra, sizeof(extra), "blocks=%zu valid=%llu tmp=%llu",
-		 g_nfiles, found, g_tmp_found);
+	if (O.report)
+		snprintf(extra, sizeof(extra),
+			 "blocks=%zu valid=%llu tmp=%llu enoent=%llu eio=%llu",
+			 g_nfiles, found, g_tmp_found, atomic_load(&g_enoent),
+			 atomic_load(&g_eio));
+	else
+		snprintf(extra, sizeof(extra), "blocks=%zu valid=%llu tmp=%llu",
+			 g_nfiles, found, g_tmp_found);
 	summary("verify", &c, t0, extra);
 	for (size_t i = 0; i < g_nfiles; i++)
 		free(g_files[i]);

@@ -80,17 +80,69 @@ static int store_report(uint64_t key, const char *dest, const char *step, int e)
 	return 1;
 }
 
-/* --fsync: the block, once renamed, made durable as a careful client
- * would; 0 or an errno. */
-static int fsync_block(const char *dest)
+/* --manifest: the keys the client was told are stored (vllm-store), or
+ * the keys to load (vllm-load). */
+static int g_manifest_fd = -1;
+static uint64_t *g_keys;
+
+static void manifest_add(uint64_t key)
 {
-	int fd = open(dest, O_RDONLY), e = 0;
+	char line[32];
+	int n = snprintf(line, sizeof(line), "%" PRIu64 "\n", key);
+
+	/* One write on an O_APPEND fd: lines of threads never mix. */
+	if (g_manifest_fd >= 0 && write(g_manifest_fd, line, (size_t)n) != n)
+		die("--manifest %s: write: %s", O.manifest, errname(errno));
+}
+
+static void manifest_read(void)
+{
+	FILE *f = fopen(O.manifest, "r");
+	unsigned long long k;
+	size_t cap = 0;
+
+	if (!f)
+		die("--manifest %s: %s", O.manifest, errname(errno));
+	O.blocks = 0;
+	while (fscanf(f, "%llu", &k) == 1) {
+		if (O.blocks == cap) {
+			cap = cap ? 2 * cap : 1024;
+			g_keys = realloc(g_keys, cap * sizeof(*g_keys));
+			if (!g_keys)
+				die("out of memory");
+		}
+		g_keys[O.blocks++] = k;
+	}
+	if (!feof(f))
+		die("--manifest %s: not a list of keys", O.manifest);
+	fclose(f);
+}
+
+static uint64_t key_of(long long i)
+{
+	return g_keys ? g_keys[i] : O.key_base + (uint64_t)i;
+}
+
+/* fsync of @path opened read-only (@dir: of its directory): what makes a
+ * block durable once it has its final name.  0 or an errno. */
+static int fsync_path(const char *path, int dir)
+{
+	char parent[PATH_MAX];
+	int fd, e = 0;
+
+	if (dir) {
+		snprintf(parent, sizeof(parent), "%s", path);
+		*strrchr(parent, '/') = '\0';
+		path = parent;
+	}
+	fd = open(path, O_RDONLY | (dir ? O_DIRECTORY : 0));
 
 	if (fd < 0)
 		return errno;
 	if (fsync(fd) < 0)
 		e = errno;
-	close(fd);
+	if (close(fd) < 0 && !e)
+		e = errno;
 	return e;
 }
 
@@ -127,14 +179,18 @@ static void *vllm_store_thread(void *arg)
 		}
 		if (O.no_rename)
 			suffix = rng_next(&rs) >> 1;
-		snprintf(tmp, sizeof(tmp), "%s_%" PRIu64 ".tmp", dest, suffix);
+		if (O.in_place)
+			snprintf(tmp, sizeof(tmp), "%s", dest);
+		else
+			snprintf(tmp, sizeof(tmp), "%s_%" PRIu64 ".tmp", dest, suffix);
 		fill_block(buf, O.size, key, O.version);
-		fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_TRUNC | dflag(),
-			  0644);
+		fd = open(tmp, (O.in_place ? 0 : O_EXCL) | O_CREAT | O_WRONLY | O_TRUNC |
+			  dflag(), 0644);
 		if (fd < 0) {
 			e = errno;
 			if (!store_report(key, dest, "open", e) && !store_enospc(dest, e))
-				failf(tmp, 0, "open(O_CREAT|O_EXCL%s): %s",
+				failf(tmp, 0, "open(O_CREAT%s%s): %s",
+				      O.in_place ? "" : "|O_EXCL",
 				      dflag() ? "|O_DIRECT" : "", errname(e));
 			continue;
 		}
@@ -149,6 +205,15 @@ static void *vllm_store_thread(void *arg)
 			continue;
 		}
 		atomic_fetch_add(&c->bytes, O.size);
+		if (O.fsync && fsync(fd) < 0) {
+			e = errno;
+			close(fd);
+			if (!O.in_place)
+				unlink(tmp);
+			if (O.in_place || !store_report(key, dest, "fsync-staged", e))
+				failf(tmp, 0, "fsync: %s", errname(e));
+			continue;
+		}
 		if (close(fd) < 0) {
 			e = errno;
 			unlink(tmp);
@@ -160,7 +225,7 @@ static void *vllm_store_thread(void *arg)
 			atomic_fetch_add(&c->tmps, 1);
 			continue;
 		}
-		if (rename(tmp, dest) < 0) {
+		if (!O.in_place && rename(tmp, dest) < 0) {
 			e = errno;
 			unlink(tmp);
 			if (!store_report(key, dest, "rename", e) && !store_enospc(dest, e))
@@ -168,11 +233,13 @@ static void *vllm_store_thread(void *arg)
 				      errname(e));
 			continue;
 		}
-		if (O.fsync && (e = fsync_block(dest)) != 0) {
+		if (O.fsync && !O.in_place && (e = fsync_path(dest, O.fsync_dir))) {
 			if (!store_report(key, dest, "fsync", e))
-				failf(dest, 0, "fsync after the rename: %s", errname(e));
+				failf(dest, 0, "fsync of the %s after the rename: %s",
+				      O.fsync_dir ? "directory" : "file", errname(e));
 			continue;
 		}
+		manifest_add(key);
 		progress_tick(c);
 	}
 	free(buf);
@@ -395,7 +462,7 @@ static void *vllm_load_thread(void *arg)
 	long long i, mine = -1;
 
 	while ((i = next_load_index(&mine)) >= 0) {
-		uint64_t key = O.key_base + (uint64_t)i;
+		uint64_t key = key_of(i);
 		struct load_res r;
 
 		vllm_path(path, sizeof(path), key);
@@ -441,7 +508,15 @@ int cmd_vllm_store(void)
 
 	if (O.odirect > 0 && odirect_probe() < 0)
 		return 1;
+	if (O.manifest) {
+		g_manifest_fd = open(O.manifest, O_WRONLY | O_CREAT | O_APPEND |
+				     O_CLOEXEC, 0644);
+		if (g_manifest_fd < 0)
+			die("--manifest %s: %s", O.manifest, errname(errno));
+	}
 	run_threads(O.threads, vllm_store_thread, &c);
+	if (g_manifest_fd >= 0)
+		close(g_manifest_fd);
 	snprintf(extra, sizeof(extra), "stored=%llu skipped=%llu tmp_left=%llu",
 		 atomic_load(&c.stored), atomic_load(&c.skipped),
 		 atomic_load(&c.tmps));
@@ -458,6 +533,8 @@ int cmd_vllm_load(void)
 	char extra[160];
 	double t0 = now_sec();
 
+	if (O.manifest)
+		manifest_read();
 	if (O.same &&
 	    pthread_barrier_init(&g_same_barrier, NULL, (unsigned)O.threads))
 		die("pthread_barrier_init failed");
