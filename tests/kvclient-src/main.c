@@ -45,6 +45,14 @@ static const char usage_text[] =
 "               a name never disappears once published.\n"
 "  verify       walk DIR, check every *.bin and *.pt is one complete valid\n"
 "               version whose key matches its name; print the count.\n"
+"               --manifest FILE: also every key FILE says was stored is\n"
+"               there (its version or a later one), every key it says was\n"
+"               removed is absent (or newer than the removal), and nothing\n"
+"               but blocks and *.tmp names is in DIR.\n"
+"  evict        unlink the blocks of keys BASE..BASE+N-1 (vLLM layout, or\n"
+"               kv-<key>.pt with --pt), as an evictor does; absent is fine.\n"
+"               With --manifest, --version is the lowest version the next\n"
+"               stores of these keys will write.\n"
 "  probe        one vLLM-style load of the block of key --key-base (at its\n"
 "               vLLM-layout path, or at --file):\n"
 "               access(F_OK), open(O_RDONLY[|O_DIRECT]), ONE read of the\n"
@@ -110,6 +118,19 @@ static const char usage_text[] =
 "  --same             vllm-load: every thread loads every key, all threads\n"
 "                     the same key at once (they wait for each other before\n"
 "                     each key): --threads loads per key\n"
+"  --manifest FILE    vllm-store, lmcache, evict: append one line to\n"
+"                     FILE (outside the mount) per store whose rename or\n"
+"                     close returned (\"+ bin|pt KEY VERSION\") and per\n"
+"                     unlink that returned (\"- bin|pt KEY VERSION\": later\n"
+"                     stores write VERSION or above), fdatasync'd before\n"
+"                     going on; verify: check DIR against FILE\n"
+"  --crash-ok         the daemon may be killed during the run: a call that\n"
+"                     fails with ENOTCONN or ECONNABORTED ends the run,\n"
+"                     prints \"gone <ERRNO>\" and is not a failure\n"
+"  --shared           race: another process writes the same names with\n"
+"                     other versions (its own --version range): no unlink\n"
+"                     before the run, its versions are checked whole only\n"
+"  --pt               evict: the LMCache names instead of the vLLM layout\n"
 "\n"
 "Each phase prints one summary line on stdout:\n"
 "  <command> <phase>: ops=N bytes=N errors=N ... secs=S MiB/s=R\n"
@@ -190,7 +211,7 @@ int main(int argc, char **argv)
 {
 	static const char *const cmds[] = {
 		"vllm-store", "vllm-load", "llmd-store", "llmd-load", "llmd",
-		"lmcache", "race", "verify", "probe", "paths",
+		"lmcache", "race", "verify", "probe", "paths", "evict",
 	};
 	int i, rc, known = 0;
 	struct stat st;
@@ -284,6 +305,14 @@ int main(int argc, char **argv)
 			O.file = v;
 		else if (FLAG("--same"))
 			O.same = 1;
+		else if (ARG("--manifest"))
+			O.manifest = v;
+		else if (FLAG("--crash-ok"))
+			O.crash_ok = 1;
+		else if (FLAG("--shared"))
+			O.shared = 1;
+		else if (FLAG("--pt"))
+			O.pt = 1;
 		else
 			usage_error("unknown option or missing value: '%s'", a);
 #undef FLAG
@@ -333,6 +362,15 @@ int main(int argc, char **argv)
 			    "with --odirect)", ALIGN);
 	if ((O.report || O.same) && strcmp(O.cmd, "vllm-load"))
 		usage_error("--report and --same are for vllm-load");
+	if (O.manifest && strcmp(O.cmd, "vllm-store") &&
+	    strcmp(O.cmd, "lmcache") && strcmp(O.cmd, "evict") &&
+	    strcmp(O.cmd, "verify"))
+		usage_error("--manifest is for vllm-store, lmcache, evict and "
+			    "verify");
+	if (O.shared && strcmp(O.cmd, "race"))
+		usage_error("--shared is for race");
+	if (O.pt && strcmp(O.cmd, "evict"))
+		usage_error("--pt is for evict");
 	if (stat(O.dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		usage_error("--dir %s: not a directory", O.dir);
 
@@ -355,6 +393,8 @@ int main(int argc, char **argv)
 		rc = cmd_probe();
 	else if (!strcmp(O.cmd, "paths"))
 		rc = cmd_paths();
+	else if (!strcmp(O.cmd, "evict"))
+		rc = cmd_evict();
 	else
 		rc = cmd_concurrent();
 

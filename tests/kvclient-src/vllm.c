@@ -73,12 +73,14 @@ static void *vllm_store_thread(void *arg)
 			continue;
 		}
 		if (errno != ENOENT) {
-			failf(dest, 0, "access(F_OK): %s", errname(errno));
+			if (!mount_gone(errno))
+				failf(dest, 0, "access(F_OK): %s",
+				      errname(errno));
 			continue;
 		}
 		if (mkdir_parents(dest) < 0) {
 			e = errno;
-			if (!store_enospc(dest, e))
+			if (!store_stops(dest, e))
 				failf(dest, 0, "mkdir -p parent: %s", errname(e));
 			continue;
 		}
@@ -90,7 +92,7 @@ static void *vllm_store_thread(void *arg)
 			  0644);
 		if (fd < 0) {
 			e = errno;
-			if (!store_enospc(dest, e))
+			if (!store_stops(dest, e))
 				failf(tmp, 0, "open(O_CREAT|O_EXCL%s): %s",
 				      dflag() ? "|O_DIRECT" : "", errname(e));
 			continue;
@@ -99,7 +101,7 @@ static void *vllm_store_thread(void *arg)
 		if (e) {
 			close(fd);
 			unlink(tmp);
-			if (!store_enospc(dest, e))
+			if (!store_stops(dest, e))
 				failf(tmp, (long long)done,
 				      "write of %zu bytes: %s after %zu bytes",
 				      O.size, errname(e), done);
@@ -109,7 +111,7 @@ static void *vllm_store_thread(void *arg)
 		if (close(fd) < 0) {
 			e = errno;
 			unlink(tmp);
-			if (!store_enospc(dest, e))
+			if (!store_stops(dest, e))
 				failf(tmp, 0, "close: %s", errname(e));
 			continue;
 		}
@@ -120,11 +122,12 @@ static void *vllm_store_thread(void *arg)
 		if (rename(tmp, dest) < 0) {
 			e = errno;
 			unlink(tmp);
-			if (!store_enospc(dest, e))
+			if (!store_stops(dest, e))
 				failf(dest, 0, "rename from %s: %s", tmp,
 				      errname(e));
 			continue;
 		}
+		manifest_stored(LAYOUT_BIN, key, O.version);
 		progress_tick(c);
 	}
 	free(buf);
@@ -391,6 +394,7 @@ int cmd_vllm_store(void)
 	char extra[160];
 	double t0 = now_sec();
 
+	manifest_open();
 	if (O.odirect > 0 && odirect_probe() < 0)
 		return 1;
 	run_threads(O.threads, vllm_store_thread, &c);
