@@ -302,8 +302,20 @@ static void open_reader(struct kvt_inode *ino, struct fuse_file_info *fi, struct
 		 * only, whatever the kernel thinks the size is. */
 		fi->direct_io = 1;
 	} else {
-		fi->keep_cache = !strcmp(ino->cache_ref, h->rec.ref);
-		g_strlcpy(ino->cache_ref, h->rec.ref, sizeof(ino->cache_ref));
+		bool same = !strcmp(ino->cache_ref, h->rec.ref);
+
+		/* The kernel drops the pages of the version before only
+		 * after it has the reply to the first open without
+		 * keep_cache; an open of the same version meanwhile must
+		 * not keep them either, or its read mixes the old pages
+		 * with the new bytes (another mount replaced the version
+		 * under this inode).  A read of this version's reader
+		 * comes after its open: from then on the pages are its. */
+		fi->keep_cache = same && __atomic_load_n(&ino->cache_settled, __ATOMIC_ACQUIRE);
+		if (!same) {
+			g_strlcpy(ino->cache_ref, h->rec.ref, sizeof(ino->cache_ref));
+			__atomic_store_n(&ino->cache_settled, false, __ATOMIC_RELEASE);
+		}
 		ino->cache_readers++;
 		h->cached = true;
 	}
@@ -469,6 +481,13 @@ void kvt_op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 	ssize_t got;
 
 	if (!h->writer && !h->rstage) {
+		/* see open_reader */
+		if (h->cached && !__atomic_load_n(&ino->cache_settled, __ATOMIC_ACQUIRE)) {
+			kvt_inode_lock(ino);
+			if (!strcmp(ino->cache_ref, h->rec.ref))
+				__atomic_store_n(&ino->cache_settled, true, __ATOMIC_RELEASE);
+			kvt_inode_unlock(ino);
+		}
 		got = read_object(req, fs, ino, h, size, off, &note);
 		if (got < 0) {
 			kvt_notify(fs, &note, true);

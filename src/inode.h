@@ -51,6 +51,8 @@ struct kvt_inode {
 	guint purges;         /* atomic: bumped when a version is purged, so
 			       * that handles opened before get EIO */
 	char cache_ref[KVT_REF_MAX]; /* object whose bytes the page cache holds */
+	bool cache_settled;   /* atomic: a reader of cache_ref has read, so
+			       * the kernel dropped the older version's pages */
 };
 
 static inline struct kvt_inode *kvt_inode_of(struct kvt_fs *fs, fuse_ino_t n)

@@ -45,6 +45,14 @@ static const char usage_text[] =
 "               a name never disappears once published.\n"
 "  verify       walk DIR, check every *.bin and *.pt is one complete valid\n"
 "               version whose key matches its name; print the count.\n"
+"               --manifest FILE: also every key FILE says was stored is\n"
+"               there (its version or a later one), every key it says was\n"
+"               removed is absent (or newer than the removal), and nothing\n"
+"               but blocks and *.tmp names is in DIR.\n"
+"  evict        unlink the blocks of keys BASE..BASE+N-1 (vLLM layout, or\n"
+"               kv-<key>.pt with --pt), as an evictor does; absent is fine.\n"
+"               With --manifest, --version is the lowest version the next\n"
+"               stores of these keys will write.\n"
 "  probe        one vLLM-style load of the block of key --key-base (at its\n"
 "               vLLM-layout path, or at --file):\n"
 "               access(F_OK), open(O_RDONLY[|O_DIRECT]), ONE read of the\n"
@@ -132,12 +140,22 @@ static const char usage_text[] =
 "  --fsync-dir        vllm-store: the POSIX idiom instead: fsync(fd) of the\n"
 "                     temp file before close, rename, fsync of the directory\n"
 "                     (opened O_RDONLY|O_DIRECTORY); not with --in-place\n"
-"  --manifest FILE    vllm-store: append \"<key>\\n\" to FILE (one write,\n"
-"                     O_APPEND) once the calls that store the block (and with\n"
-"                     --fsync sync it) have all returned: the blocks the\n"
-"                     client was told are stored.  vllm-load: load exactly\n"
-"                     the keys listed in FILE (--blocks and --key-base are\n"
-"                     ignored)\n"
+"  --manifest FILE    vllm-store, lmcache, evict: append one line to\n"
+"                     FILE (outside the mount) per store whose rename or\n"
+"                     close returned (\"+ bin|pt KEY VERSION\") and per\n"
+"                     unlink that returned (\"- bin|pt KEY VERSION\": later\n"
+"                     stores write VERSION or above), fdatasync'd before\n"
+"                     going on (with --fsync: once synced); verify: check\n"
+"                     DIR against FILE; vllm-load: load exactly the vLLM\n"
+"                     keys whose last line is \"+\" (--blocks and --key-base\n"
+"                     are ignored)\n"
+"  --crash-ok         the daemon may be killed during the run: a call that\n"
+"                     fails with ENOTCONN or ECONNABORTED ends the run,\n"
+"                     prints \"gone <ERRNO>\" and is not a failure\n"
+"  --shared           race: another process writes the same names with\n"
+"                     other versions (its own --version range): no unlink\n"
+"                     before the run, its versions are checked whole only\n"
+"  --pt               evict: the LMCache names instead of the vLLM layout\n"
 "\n"
 "Each phase prints one summary line on stdout:\n"
 "  <command> <phase>: ops=N bytes=N errors=N ... secs=S MiB/s=R\n"
@@ -218,7 +236,7 @@ int main(int argc, char **argv)
 {
 	static const char *const cmds[] = {
 		"vllm-store", "vllm-load", "llmd-store", "llmd-load", "llmd",
-		"lmcache", "race", "verify", "probe", "paths",
+		"lmcache", "race", "verify", "probe", "paths", "evict",
 	};
 	int i, rc, known = 0;
 	struct stat st;
@@ -280,8 +298,6 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (ARG("--dir"))
 			O.dir = v;
-		else if (ARG("--manifest"))
-			O.manifest = v;
 		else if (ARG("--model"))
 			O.model = v;
 		else if (ARG("--blocks"))
@@ -320,6 +336,14 @@ int main(int argc, char **argv)
 			O.file = v;
 		else if (FLAG("--same"))
 			O.same = 1;
+		else if (ARG("--manifest"))
+			O.manifest = v;
+		else if (FLAG("--crash-ok"))
+			O.crash_ok = 1;
+		else if (FLAG("--shared"))
+			O.shared = 1;
+		else if (FLAG("--pt"))
+			O.pt = 1;
 		else
 			usage_error("unknown option or missing value: '%s'", a);
 #undef FLAG
@@ -378,8 +402,14 @@ int main(int argc, char **argv)
 		usage_error("--in-place and --fsync-dir exclude each other");
 	if (O.in_place && O.no_rename)
 		usage_error("--in-place and --no-rename exclude each other");
-	if (O.manifest && strcmp(O.cmd, "vllm-store") && strcmp(O.cmd, "vllm-load"))
-		usage_error("--manifest is for vllm-store and vllm-load");
+	if (O.manifest && strcmp(O.cmd, "vllm-store") && strcmp(O.cmd, "vllm-load") &&
+	    strcmp(O.cmd, "lmcache") && strcmp(O.cmd, "evict") && strcmp(O.cmd, "verify"))
+		usage_error("--manifest is for vllm-store, vllm-load, lmcache, evict and "
+			    "verify");
+	if (O.shared && strcmp(O.cmd, "race"))
+		usage_error("--shared is for race");
+	if (O.pt && strcmp(O.cmd, "evict"))
+		usage_error("--pt is for evict");
 	if (stat(O.dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		usage_error("--dir %s: not a directory", O.dir);
 
@@ -402,6 +432,8 @@ int main(int argc, char **argv)
 		rc = cmd_probe();
 	else if (!strcmp(O.cmd, "paths"))
 		rc = cmd_paths();
+	else if (!strcmp(O.cmd, "evict"))
+		rc = cmd_evict();
 	else
 		rc = cmd_concurrent();
 

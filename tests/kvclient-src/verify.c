@@ -81,6 +81,8 @@ static void walk(const char *dir)
 		else if (isreg && (ends_with(de->d_name, ".bin") ||
 				   ends_with(de->d_name, ".pt")))
 			add_file(path);
+		else if (O.manifest && !ends_with(de->d_name, ".tmp"))
+			failf(path, 0, "neither a block nor a temp file");
 		errno = 0;
 	}
 	if (errno)
@@ -137,12 +139,15 @@ static void *verify_thread(void *arg)
 		if (n != st.st_size) {
 			failf(path, n, "read %zd bytes but st_size is %lld", n,
 			      (long long)st.st_size);
+			verify_wrong((size_t)i);
 			continue;
 		}
 		if (check_whole(path, buf, (size_t)n, UINT64_MAX,
 				O.version_set ? O.version : 0,
-				O.size_set ? O.size : 0, &key, &ver) < 0)
+				O.size_set ? O.size : 0, &key, &ver) < 0) {
+			verify_wrong((size_t)i);
 			continue;
+		}
 		if (ends_with(base, ".bin")) {
 			char h[65];
 
@@ -154,8 +159,11 @@ static void *verify_thread(void *arg)
 		if (strcmp(base, want) != 0) {
 			failf(path, 0, "holds key %" PRIu64 " which belongs to "
 			      "name %s", key, want);
+			verify_wrong((size_t)i);
 			continue;
 		}
+		verify_found((size_t)i, ends_with(base, ".bin") ? LAYOUT_BIN :
+			     LAYOUT_PT, key, ver);
 		atomic_fetch_add(&c->bytes, (unsigned long long)n);
 		atomic_fetch_add(&c->stored, 1);
 	}
@@ -167,10 +175,12 @@ int cmd_verify(void)
 {
 	struct counters c = { 0 };
 	char extra[200];
+	const char *counts;
 	double t0 = now_sec();
 	unsigned long long found;
 
 	walk(O.dir);
+	verify_files(g_nfiles);
 	atomic_store(&g_next, 0);
 	{
 		int n = O.threads, i;
@@ -197,14 +207,15 @@ int cmd_verify(void)
 	if (O.min >= 0 && g_nfiles < (unsigned long long)O.min)
 		failf(O.dir, 0, "found %zu blocks, expected at least %lld",
 		      g_nfiles, O.min);
+	manifest_check(&counts);
 	if (O.report)
 		snprintf(extra, sizeof(extra),
-			 "blocks=%zu valid=%llu tmp=%llu enoent=%llu eio=%llu",
+			 "blocks=%zu valid=%llu tmp=%llu enoent=%llu eio=%llu %s",
 			 g_nfiles, found, g_tmp_found, atomic_load(&g_enoent),
-			 atomic_load(&g_eio));
+			 atomic_load(&g_eio), counts);
 	else
-		snprintf(extra, sizeof(extra), "blocks=%zu valid=%llu tmp=%llu",
-			 g_nfiles, found, g_tmp_found);
+		snprintf(extra, sizeof(extra), "blocks=%zu valid=%llu tmp=%llu %s",
+			 g_nfiles, found, g_tmp_found, counts);
 	summary("verify", &c, t0, extra);
 	for (size_t i = 0; i < g_nfiles; i++)
 		free(g_files[i]);

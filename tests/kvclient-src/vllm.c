@@ -80,43 +80,8 @@ static int store_report(uint64_t key, const char *dest, const char *step, int e)
 	return 1;
 }
 
-/* --manifest: the keys the client was told are stored (vllm-store), or
- * the keys to load (vllm-load). */
-static int g_manifest_fd = -1;
+/* vllm-load --manifest: the keys to load, from manifest_keys(). */
 static uint64_t *g_keys;
-
-static void manifest_add(uint64_t key)
-{
-	char line[32];
-	int n = snprintf(line, sizeof(line), "%" PRIu64 "\n", key);
-
-	/* One write on an O_APPEND fd: lines of threads never mix. */
-	if (g_manifest_fd >= 0 && write(g_manifest_fd, line, (size_t)n) != n)
-		die("--manifest %s: write: %s", O.manifest, errname(errno));
-}
-
-static void manifest_read(void)
-{
-	FILE *f = fopen(O.manifest, "r");
-	unsigned long long k;
-	size_t cap = 0;
-
-	if (!f)
-		die("--manifest %s: %s", O.manifest, errname(errno));
-	O.blocks = 0;
-	while (fscanf(f, "%llu", &k) == 1) {
-		if (O.blocks == cap) {
-			cap = cap ? 2 * cap : 1024;
-			g_keys = realloc(g_keys, cap * sizeof(*g_keys));
-			if (!g_keys)
-				die("out of memory");
-		}
-		g_keys[O.blocks++] = k;
-	}
-	if (!feof(f))
-		die("--manifest %s: not a list of keys", O.manifest);
-	fclose(f);
-}
 
 static uint64_t key_of(long long i)
 {
@@ -168,12 +133,14 @@ static void *vllm_store_thread(void *arg)
 			continue;
 		}
 		if (errno != ENOENT) {
-			failf(dest, 0, "access(F_OK): %s", errname(errno));
+			if (!mount_gone(errno))
+				failf(dest, 0, "access(F_OK): %s",
+				      errname(errno));
 			continue;
 		}
 		if (mkdir_parents(dest) < 0) {
 			e = errno;
-			if (!store_report(key, dest, "mkdir", e) && !store_enospc(dest, e))
+			if (!store_report(key, dest, "mkdir", e) && !store_stops(dest, e))
 				failf(dest, 0, "mkdir -p parent: %s", errname(e));
 			continue;
 		}
@@ -188,7 +155,7 @@ static void *vllm_store_thread(void *arg)
 			  dflag(), 0644);
 		if (fd < 0) {
 			e = errno;
-			if (!store_report(key, dest, "open", e) && !store_enospc(dest, e))
+			if (!store_report(key, dest, "open", e) && !store_stops(dest, e))
 				failf(tmp, 0, "open(O_CREAT%s%s): %s",
 				      O.in_place ? "" : "|O_EXCL",
 				      dflag() ? "|O_DIRECT" : "", errname(e));
@@ -198,7 +165,7 @@ static void *vllm_store_thread(void *arg)
 		if (e) {
 			close(fd);
 			unlink(tmp);
-			if (!store_report(key, dest, "write", e) && !store_enospc(dest, e))
+			if (!store_report(key, dest, "write", e) && !store_stops(dest, e))
 				failf(tmp, (long long)done,
 				      "write of %zu bytes: %s after %zu bytes",
 				      O.size, errname(e), done);
@@ -217,7 +184,7 @@ static void *vllm_store_thread(void *arg)
 		if (close(fd) < 0) {
 			e = errno;
 			unlink(tmp);
-			if (!store_report(key, dest, "close", e) && !store_enospc(dest, e))
+			if (!store_report(key, dest, "close", e) && !store_stops(dest, e))
 				failf(tmp, 0, "close: %s", errname(e));
 			continue;
 		}
@@ -228,7 +195,7 @@ static void *vllm_store_thread(void *arg)
 		if (!O.in_place && rename(tmp, dest) < 0) {
 			e = errno;
 			unlink(tmp);
-			if (!store_report(key, dest, "rename", e) && !store_enospc(dest, e))
+			if (!store_report(key, dest, "rename", e) && !store_stops(dest, e))
 				failf(dest, 0, "rename from %s: %s", tmp,
 				      errname(e));
 			continue;
@@ -239,7 +206,7 @@ static void *vllm_store_thread(void *arg)
 				      O.fsync_dir ? "directory" : "file", errname(e));
 			continue;
 		}
-		manifest_add(key);
+		manifest_stored(LAYOUT_BIN, key, O.version);
 		progress_tick(c);
 	}
 	free(buf);
@@ -506,17 +473,10 @@ int cmd_vllm_store(void)
 	char extra[160];
 	double t0 = now_sec();
 
+	manifest_open();
 	if (O.odirect > 0 && odirect_probe() < 0)
 		return 1;
-	if (O.manifest) {
-		g_manifest_fd = open(O.manifest, O_WRONLY | O_CREAT | O_APPEND |
-				     O_CLOEXEC, 0644);
-		if (g_manifest_fd < 0)
-			die("--manifest %s: %s", O.manifest, errname(errno));
-	}
 	run_threads(O.threads, vllm_store_thread, &c);
-	if (g_manifest_fd >= 0)
-		close(g_manifest_fd);
 	snprintf(extra, sizeof(extra), "stored=%llu skipped=%llu tmp_left=%llu",
 		 atomic_load(&c.stored), atomic_load(&c.skipped),
 		 atomic_load(&c.tmps));
@@ -534,7 +494,7 @@ int cmd_vllm_load(void)
 	double t0 = now_sec();
 
 	if (O.manifest)
-		manifest_read();
+		O.blocks = (long long)manifest_keys(&g_keys);
 	if (O.same &&
 	    pthread_barrier_init(&g_same_barrier, NULL, (unsigned)O.threads))
 		die("pthread_barrier_init failed");
