@@ -18,6 +18,7 @@
 #include <fuse_lowlevel.h>
 #include <glib.h>
 #include <stdbool.h>
+#include <sys/statvfs.h>
 
 #include "dircache.h"
 #include "stats.h"
@@ -54,6 +55,13 @@ struct kvt_fs {
 	GMutex lru_lock;
 	GQueue lru;
 	guint max_inodes;
+
+	/* statfs answers from the last figures while the lower disk does
+	 * not answer (resolve.c): one statvfs at a time goes down. */
+	GMutex statfs_lock;
+	GCond statfs_done;
+	bool statfs_busy;
+	struct statvfs statfs_last;
 
 	/* Everything alive, for destroy: inodes and open handles. */
 	GMutex live_lock;

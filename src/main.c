@@ -167,6 +167,8 @@ static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_s
 	g_mutex_init(&fs->tree_lock);
 	g_mutex_init(&fs->live_lock);
 	g_mutex_init(&fs->lru_lock);
+	g_mutex_init(&fs->statfs_lock);
+	g_cond_init(&fs->statfs_done);
 	fs->store = store;
 	fs->dirs = kvt_dircache_new(o->max_dir_fds);
 	fs->root = kvt_inode_new_root(fs, kvt_store_names(store));
@@ -180,6 +182,8 @@ static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_s
 	fs->verifier = kvt_verifier_new(o->verify_cache);
 	kvt_store_set_stats(store, &fs->stats);
 	fs->notifier = kvt_notifier_new(fs);
+	/* The figures statfs falls back on; none yet is all zeros. */
+	kvt_dir_statvfs(kvt_store_names(store), &fs->statfs_last);
 }
 
 /* Everything fs_init made, and the store; files being written die with
@@ -191,6 +195,8 @@ static void fs_fini(struct kvt_fs *fs)
 	kvt_dircache_free(fs->dirs);
 	kvt_store_close(fs->store);
 	kvt_verifier_free(fs->verifier);
+	g_cond_clear(&fs->statfs_done);
+	g_mutex_clear(&fs->statfs_lock);
 	g_mutex_clear(&fs->lru_lock);
 	g_mutex_clear(&fs->live_lock);
 	g_mutex_clear(&fs->tree_lock);

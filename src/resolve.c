@@ -310,12 +310,44 @@ void kvt_op_getattr(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	kvt_reply_attr(req, fs, ino, ret);
 }
 
+/* How long a statfs waits for the lower disk's answer to another one
+ * before it takes the last figures. */
+#define STATFS_PATIENCE_US (200 * G_TIME_SPAN_MILLISECOND)
+
+/*
+ * df and an evictor's free-space check must not hang with a lower disk
+ * that stopped answering: one statvfs goes down at a time, and a statfs
+ * that finds one under way waits for it briefly, then answers the last
+ * figures the lower disk gave.  Only the thread that went down stalls.
+ */
 void kvt_op_statfs(fuse_req_t req, fuse_ino_t n)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
+	gint64 until = g_get_monotonic_time() + STATFS_PATIENCE_US;
 	struct statvfs sv;
-	int ret = kvt_dir_statvfs(kvt_store_names(fs->store), &sv);
+	int ret = 0;
 
+	(void)n;
+	g_mutex_lock(&fs->statfs_lock);
+	while (fs->statfs_busy && g_cond_wait_until(&fs->statfs_done, &fs->statfs_lock, until))
+		;
+	if (fs->statfs_busy) {
+		sv = fs->statfs_last;
+		g_mutex_unlock(&fs->statfs_lock);
+		fuse_reply_statfs(req, &sv);
+		return;
+	}
+	fs->statfs_busy = true;
+	g_mutex_unlock(&fs->statfs_lock);
+
+	ret = kvt_dir_statvfs(kvt_store_names(fs->store), &sv);
+
+	g_mutex_lock(&fs->statfs_lock);
+	fs->statfs_busy = false;
+	if (ret == 0)
+		fs->statfs_last = sv;
+	g_cond_broadcast(&fs->statfs_done);
+	g_mutex_unlock(&fs->statfs_lock);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else

@@ -29,7 +29,7 @@ DEDUP=27
 NBLOCKS=28
 
 kvt_require_root
-plan 152
+plan 161
 kvt_setup
 
 # probe KEY ARGS...: one load of block KEY through $MNT (kvclient probe);
@@ -222,6 +222,30 @@ diag_file "$T/probe.err" 4
 after_found "open fd, half" half "$T/before" "$mark" $HELD -- \
 	purges=1 "torn_size+short_reads>=1" "torn_size+short_reads<=2" torn_hash=0
 restore "open fd, half" $HELD
+
+# --- an fd opened before bytes changed in place (kvtierfs(8), Open files):
+# a fresh open hashes the changed lower file again, gets EIO and purges;
+# the fd opened before gets EIO or the bytes verified at its open, never
+# a wrong byte once the change was found.
+: >"$T/probe.err"
+hold $HELD
+IFS= read -r -t 60 -u "$HFD" o
+[ "$o" = ok ]
+ok $? "open fd: the first O_DIRECT read of the intact block is ok (got '$o')"
+dmg_stats "$T/before"
+mark=$(dmg_log_mark)
+dmg_remember $HELD >"$T/why" || bail "cannot find block $HELD's object: $(cat "$T/why")"
+damage bitflip $HELD
+o=$(probe $HELD --odirect)
+[ "$o" = eio ]
+ok $? "open fd, bitflip: a second open hashes the changed object and gets EIO (got '$o')"
+held_read $HELD
+o=$HELD_OUT
+[ "$o" = eio ] || [ "$o" = ok ]
+ok $? "open fd, bitflip: the next read on the fd opened before the change gets EIO or the right bytes (got '$o')"
+diag_file "$T/probe.err" 4
+after_found "open fd, bitflip" bitflip "$T/before" "$mark" $HELD
+restore "open fd, bitflip" $HELD
 
 # --- the next read on an open fd finds the object truncated ---------------
 k=$SHORT
