@@ -74,3 +74,5 @@ ok_kvclient "with room again, stores work" vllm-store --dir "$MNT" --blocks 16 -
 check_all
 ok $? "and the blocks stored before still read back"
 kvt_umount
+
+kvt_stress_summary 1 - - - -

@@ -415,3 +415,5 @@ for c in $KVT_FAULT_CASES; do
 		run_case "$c" "list:EIO:$(when):name=*.bin" list exact - - ;;
 	esac
 done
+
+kvt_stress_summary "$ROUNDS" - - - -

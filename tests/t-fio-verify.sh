@@ -28,7 +28,7 @@
 # kvt-timeout: 300
 . "$(dirname "$0")/lib.sh"
 
-: "${KVT_FIO_RUNTIME:=15}"
+: "${KVT_FIO_RUNTIME:=$(kvt_stress_pick 15 600)}"
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 JOBS="$KVT_LIB_DIR/fio/verify"
 BLK=$((2 << 20))
@@ -268,3 +268,5 @@ ok $? "a changed byte in a copy fails the check: exit $fio_st, $(grep -Em 1 'ver
 	fio_diag
 kvt_umount
 ok_fsck
+
+kvt_stress_summary 1 - - - -

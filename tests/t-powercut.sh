@@ -310,3 +310,7 @@ for r in $(seq "$ROUNDS"); do
 	cut_round "$r" fsync
 	cut_round "$r" sync
 done
+
+# One summary line (tests/lib.sh, fault suite); the byte-exact checks are
+# the test points above.
+kvt_stress_summary "$ROUNDS" - - - -
