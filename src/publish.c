@@ -34,7 +34,9 @@
  * record) and release its reference; that is why the anchor waits for the
  * staged file to go: a reference removed while the staged link still
  * counts would leave an anchor that neither mount removes (object.h).
- * No mount removes an
+ * And a reader that read a record may find its object gone: the record
+ * was replaced meanwhile, and the name is read again (kvt_name_lookup)
+ * instead of answering that it does not exist.  No mount removes an
  * object that a record uses: a reference goes only with its record off
  * the name (or as torn, kvt_name_purge), the anchor only when no
  * reference is left.

@@ -3,8 +3,9 @@
  * put, through the fault layer's hook (fault.h), exactly between two steps
  * of a transaction.  The reference count kept in link counts (object.h):
  * no anchor is left that nobody removes, and a failed publication's bytes
- * are shared by nobody.  At the end the store is checked as kvtierfs-fsck
- * does.  Prints TAP. */
+ * are shared by nobody; a record read just before another mount replaced
+ * it is read again instead of being taken for torn (kvt_name_lookup).  At
+ * the end the store is checked as kvtierfs-fsck does.  Prints TAP. */
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
@@ -242,6 +243,64 @@ static void test_two_releases(void)
 	kvt_published_clear(&pb);
 }
 
+/* A reads a record; before A stats its object, B replaces the record and
+ * releases the object.  That is no torn name: A reads the name again. */
+static void test_lookup_replaced(void)
+{
+	g_autofree char *a = pattern(7), *b = pattern(8), *c = pattern(9);
+	g_autofree char *ref = NULL;
+	struct step x = { .name = "r", .buf = b };
+	struct kvt_dir *names = kvt_store_names(A);
+	struct kvt_published pa;
+	struct kvt_record rec, old;
+	struct stat st, ost;
+	bool fresh;
+
+	ok(publish_buf(A, "r", a, &pa) == 0, "A stores 'r'");
+	ref = kvt_object_ref_name(&pa.rec);
+	kvt_record_init(&rec);
+	kvt_fault_hook(KVT_FAULT_STAT, ref, b_publishes, &x);
+	ok(kvt_name_lookup(A, names, "r", false, &rec, &st, &ost, &fresh) == 0 && x.ran &&
+	   x.ret == 0 && fresh && !strcmp(rec.ref, x.pub.rec.ref) && ost.st_size == LEN,
+	   "lookup: B replaced the record A read before A looked at its object: A gets B's record");
+	ok(links_of(a) == 0, "A's bytes went with its record");
+
+	/* A knows the record of B (its in-memory one), but B has replaced
+	 * it again meanwhile. */
+	kvt_record_init(&old);
+	kvt_record_copy(&old, &rec);
+	kvt_published_clear(&x.pub);
+	ok(publish_buf(B, "r", c, &x.pub) == 0, "B stores 'r' again");
+	ok(kvt_name_lookup(A, names, "r", true, &old, &st, &ost, &fresh) == 0 && fresh &&
+	   old.size == LEN && reads(A, "r", c) && strcmp(old.ref, rec.ref) != 0,
+	   "lookup of a known record whose object went: the name's new record is read");
+	kvt_record_clear(&old);
+	kvt_record_clear(&rec);
+
+	/* Torn for real: the record stays, its object does not. */
+	{
+		g_autofree char *obj = NULL, *anchor = NULL;
+		g_autofree char *rpath = g_build_filename(top, "names", "r", NULL);
+		struct kvt_record now;
+
+		ok(kvt_name_read(names, "r", &now, NULL) == 0, "the record of 'r' is read");
+		obj = object_file(top, &now, false);
+		anchor = object_file(top, &now, true);
+		ok(unlink(obj) == 0 && unlink(anchor) == 0 &&
+		   kvt_name_lookup(A, names, "r", true, &now, &st, &ost, &fresh) ==
+			   KVT_LOOKUP_MISSING && !fresh,
+		   "a record that stays at its name with its object gone is missing (torn)");
+		ok(kvt_name_purge(A, names, "r", &now) == 1 && !lower_exists(rpath) &&
+		   links_of(c) == 0, "purged: the name goes");
+		kvt_record_clear(&now);
+	}
+	ok(kvt_name_lookup(A, names, "r", false, &rec, &st, &ost, &fresh) == -ENOENT,
+	   "lookup of a name that is gone: ENOENT");
+	kvt_record_clear(&rec);
+	kvt_published_clear(&pa);
+	kvt_published_clear(&x.pub);
+}
+
 static void count_problem(const struct kvt_problem_report *p, void *data)
 {
 	printf("# %s %s: %s\n", kvt_problem_name(p->kind), p->path, p->detail);
@@ -255,7 +314,7 @@ int main(void)
 	struct kvt_check_opts o = { .problem = count_problem };
 	struct kvt_check_result res;
 
-	printf("1..21\n");
+	printf("1..30\n");
 	top = dir;
 	A = kvt_store_open(top, &err);
 	B = A ? kvt_store_open(top, &err) : NULL;
@@ -266,6 +325,7 @@ int main(void)
 	test_failed_publication_not_shared();
 	test_dedup_during_release();
 	test_two_releases();
+	test_lookup_replaced();
 	kvt_store_close(A);
 	kvt_store_close(B);
 	ok(kvt_check(top, &o, &res, &err) && res.problems == 0 && res.errors == 0,
