@@ -325,26 +325,25 @@ int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		g_autofree char *tmp = kvt_store_stage_name(s, 'p');
 		struct kvt_record now;
 
-		/* Taking the record into our staging is the atomic step; if
-		 * another mount had meanwhile put a new version there, it
-		 * goes back. */
+		/* Taking the record into our staging is the atomic step.  The
+		 * record to go is @rec's, or with @rec NULL an unparsable one;
+		 * one that parses and is not @rec's is another mount's newer
+		 * version, put there meanwhile: it goes back. */
 		ret = kvt_dir_rename(d, name, s->stage, tmp, 0);
 		if (ret == -ENOENT) {
 			ret = 0;
-		} else if (ret == 0 && rec && kvt_name_read(s->stage, tmp, &now, NULL) == 0) {
-			bool other = strcmp(now.ref, rec->ref) != 0;
+		} else if (ret == 0) {
+			bool other = kvt_name_read(s->stage, tmp, &now, NULL) == 0 &&
+				     (!rec || strcmp(now.ref, rec->ref));
 
 			if (!other ||
 			    kvt_dir_rename(s->stage, tmp, d, name, RENAME_NOREPLACE) < 0) {
-				if (other) /* superseded again meanwhile */
+				if (other && now.ref[0]) /* superseded again meanwhile */
 					kvt_object_release(s, &now);
 				kvt_dir_unlink(s->stage, tmp);
 			}
 			removed |= !other;
 			kvt_record_clear(&now);
-		} else if (ret == 0) {
-			kvt_dir_unlink(s->stage, tmp);
-			removed = 1;
 		}
 	}
 	if (!rec)

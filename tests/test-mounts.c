@@ -4,8 +4,9 @@
  * of a transaction.  The reference count kept in link counts (object.h):
  * no anchor is left that nobody removes, and a failed publication's bytes
  * are shared by nobody; a record read just before another mount replaced
- * it is read again instead of being taken for torn (kvt_name_lookup).  At
- * the end the store is checked as kvtierfs-fsck does.  Prints TAP. */
+ * it is read again instead of being taken for torn (kvt_name_lookup); a
+ * purge does not take another mount's new record.  At the end the store
+ * is checked as kvtierfs-fsck does.  Prints TAP. */
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
@@ -301,6 +302,24 @@ static void test_lookup_replaced(void)
 	kvt_published_clear(&x.pub);
 }
 
+/* A purges an unparsable record; before A takes it off the name, B
+ * publishes there.  B's record stays. */
+static void test_purge_unparsable_replaced(void)
+{
+	g_autofree char *b = pattern(10);
+	g_autofree char *bad = g_build_filename(top, "names", "bad", NULL);
+	struct step x = { .name = "bad", .buf = b };
+	struct kvt_dir *names = kvt_store_names(A);
+
+	ok(g_file_set_contents(bad, "not a record\n", -1, NULL), "an unparsable record at 'bad'");
+	kvt_fault_hook(KVT_FAULT_RENAME, "bad", b_publishes, &x);
+	ok(kvt_name_purge(A, names, "bad", NULL) == 0 && x.ran && x.ret == 0,
+	   "A purges it; B publishes at 'bad' first: nothing removed");
+	ok(reads(A, "bad", b) && links_of(b) == 2, "B's record is at the name, with its object");
+	ok(staging_clean(A) && staging_clean(B), "both staging areas hold only their lock");
+	kvt_published_clear(&x.pub);
+}
+
 static void count_problem(const struct kvt_problem_report *p, void *data)
 {
 	printf("# %s %s: %s\n", kvt_problem_name(p->kind), p->path, p->detail);
@@ -314,7 +333,7 @@ int main(void)
 	struct kvt_check_opts o = { .problem = count_problem };
 	struct kvt_check_result res;
 
-	printf("1..30\n");
+	printf("1..34\n");
 	top = dir;
 	A = kvt_store_open(top, &err);
 	B = A ? kvt_store_open(top, &err) : NULL;
@@ -326,6 +345,7 @@ int main(void)
 	test_dedup_during_release();
 	test_two_releases();
 	test_lookup_replaced();
+	test_purge_unparsable_replaced();
 	kvt_store_close(A);
 	kvt_store_close(B);
 	ok(kvt_check(top, &o, &res, &err) && res.problems == 0 && res.errors == 0,
