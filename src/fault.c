@@ -281,8 +281,39 @@ static bool fires(struct rule *r, guint idx)
 	return true;
 }
 
+static struct {
+	struct rule when;    /* op and glob */
+	void (*fn)(void *arg);
+	void *arg;
+} hook;
+
+void kvt_fault_hook(enum kvt_fault_op op, const char *glob, void (*fn)(void *arg),
+		    void *arg)
+{
+	g_free(hook.when.glob);
+	hook.when.op = (int)op;
+	hook.when.glob = g_strdup(glob);
+	hook.fn = fn;
+	hook.arg = arg;
+	kvt_faults_on = true;
+}
+
+static void run_hook(enum kvt_fault_op op, const char *const *names, guint n)
+{
+	void (*fn)(void *arg) = hook.fn;
+
+	if (hook.when.op != (int)op || !name_matches(&hook.when, names, n))
+		return;
+	hook.fn = NULL;
+	g_clear_pointer(&hook.when.glob, g_free);
+	kvt_faults_on = n_rules > 0;
+	fn(hook.arg);
+}
+
 int kvt_fault_check_names(enum kvt_fault_op op, const char *const *names, guint n)
 {
+	if (G_UNLIKELY(hook.fn))
+		run_hook(op, names, n);
 	for (guint i = 0; i < n_rules; i++) {
 		struct rule *r = &rules[i];
 

@@ -80,6 +80,15 @@ void kvt_faults_fini(void);
  * failed; NULL when no rule is armed. */
 char *kvt_faults_summary(void);
 
+/* For unit tests: @fn(@arg) is called once, when the first call of @op
+ * on a name matching @glob (fnmatch(3); either name of a link or rename)
+ * comes here, before that call is done and before any rule: a test puts
+ * another mount's step between two steps of one transaction.  The hook is
+ * disarmed before @fn runs, so @fn may use the store.  Single-threaded,
+ * like kvt_faults_init; the layer is on until the hook fired. */
+void kvt_fault_hook(enum kvt_fault_op op, const char *glob, void (*fn)(void *arg),
+		    void *arg);
+
 /* -errno to inject for a call of @op on @name (and @name2: link, rename;
  * either may be NULL), or 0. */
 int kvt_fault_check(enum kvt_fault_op op, const char *name, const char *name2);

@@ -225,10 +225,67 @@ static bool replaced_since(struct kvt_inode *ino, const struct kvt_record *rec)
 	return replaced;
 }
 
+/* @ino is still a child of its parent (or its parent cannot be opened to
+ * tell): not unlinked, nor renamed over. */
+static bool at_a_name(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	struct kvt_dir *pd;
+	struct kvt_inode *p;
+	int err;
+
+	p = kvt_lock_parent(fs, ino, &pd, &err);
+	if (p) {
+		kvt_inode_unlock(p);
+		kvt_dir_unref(pd);
+	}
+	return p || err;
+}
+
+/* The record that @ino's last name holds now, into @rec (an identity):
+ * for @ino renamed over here after the kernel found it by that name, and
+ * whose object went with its record, which another mount had replaced.
+ * The kernel opens the inode it found; the open of the name gets what the
+ * name holds.  -ENOENT when nothing whole is there. */
+static int record_at_name(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_record *rec)
+{
+	g_autoptr(kvt_dir) pd = NULL;
+	g_autofree char *name = NULL;
+	struct kvt_record now;
+	struct kvt_inode *p;
+	struct stat st, ost;
+	bool fresh;
+	int ret;
+
+	kvt_tree_lock(fs);
+	p = ino->parent;
+	if (p)
+		kvt_inode_ref(p);
+	name = g_strdup(ino->name);
+	kvt_tree_unlock(fs);
+	if (!p)
+		return -ENOENT;
+	kvt_record_init(&now);
+	ret = kvt_inode_dir(fs, p, &pd);
+	if (ret == 0)
+		ret = kvt_name_lookup(fs->store, pd, name, false, &now, &st, &ost, &fresh);
+	kvt_inode_unref(fs, p);
+	/* Torn (a lookup of the name purges it), or another kind now. */
+	if (ret == KVT_LOOKUP_MISSING || ret == -EBADMSG ||
+	    (ret == 0 && now.kind != KVT_KIND_FILE))
+		ret = -ENOENT;
+	if (ret == 0) {
+		kvt_record_clear(rec);
+		kvt_record_id(rec, &now);
+	}
+	kvt_record_clear(&now);
+	return ret;
+}
+
 /* Opens @h->rec's object for reading and checks it: its size, and its
  * hash unless this mount found it intact before.  A torn object is purged;
  * the answer is then ENOENT (size: the name was never really there) or EIO
- * (hash); EAGAIN when the version was replaced meanwhile. */
+ * (hash); EAGAIN when the version was replaced meanwhile (or its object
+ * found missing: the resolve that tells is done again). */
 static int open_object(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_handle *h,
 		       struct kvt_note *note)
 {
@@ -238,13 +295,23 @@ static int open_object(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_hand
 	int ret;
 
 	h->fd = kvt_object_open(fs->store, &h->rec, O_RDONLY, &st);
-	if (h->fd == -ENOENT && replaced_since(ino, &h->rec))
-		return -EAGAIN; /* its object went with it: not torn */
-	if (h->fd == -ENOENT || h->fd == -EBADMSG) {
-		torn.why = KVT_TORN_MISSING;
-		kvt_purge_inode(fs, ino, &h->rec, &torn, note);
-		return -ENOENT;
+	if ((h->fd == -ENOENT || h->fd == -EBADMSG) && !replaced_since(ino, &h->rec)) {
+		/* Its object went with its record, replaced since we looked
+		 * by another mount (whose publication released it); or it is
+		 * torn.  Resolving again tells, and purges a torn name. */
+		ret = kvt_resolve_inode(fs, ino, note);
+		if (ret < 0)
+			return ret;
+		if (!replaced_since(ino, &h->rec) && !at_a_name(fs, ino)) {
+			ret = record_at_name(fs, ino, &h->rec);
+			if (ret < 0)
+				return ret;
+			h->fd = kvt_object_open(fs->store, &h->rec, O_RDONLY, &st);
+		}
 	}
+	/* Replaced here or by another mount since we looked: again. */
+	if (h->fd == -ENOENT || h->fd == -EBADMSG)
+		return -EAGAIN;
 	if (h->fd < 0)
 		return h->fd;
 	ret = kvt_verify_fd(fs->verifier, h->fd, &st, &h->rec, fs->verify_always, &res);

@@ -42,6 +42,65 @@ int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
 	return read_record_fd(fd, name, st ? st : &own, rec);
 }
 
+/* The object of @rec, as kvt_object_stat; a record of another kind has
+ * none, and its size is the record's. */
+static int stat_object(struct kvt_store *s, const struct kvt_record *rec, struct stat *ost)
+{
+	if (rec->kind == KVT_KIND_FILE)
+		return kvt_object_stat(s, rec, ost);
+	memset(ost, 0, sizeof(*ost));
+	ost->st_size = (off_t)rec->size;
+	return 0;
+}
+
+static bool same_record(const struct kvt_record *a, const struct kvt_record *b)
+{
+	return a->kind == b->kind && !strcmp(a->ref, b->ref);
+}
+
+/* A record is read again this often, each time because another mount
+ * replaced the one before between its read and its object's stat: then
+ * the lookup gives up (EIO), never answering that the name is not there. */
+#define LOOKUP_TRIES 64
+
+int kvt_name_lookup(struct kvt_store *s, struct kvt_dir *d, const char *name, bool known,
+		    struct kvt_record *rec, struct stat *st, struct stat *ost, bool *fresh)
+{
+	*fresh = false;
+	for (int attempt = 0; attempt < LOOKUP_TRIES; attempt++) {
+		struct kvt_record now;
+		struct stat nst;
+		int ret;
+
+		if (!known) {
+			kvt_record_clear(rec);
+			ret = kvt_name_read(d, name, rec, st);
+			if (ret < 0)
+				return ret;
+			*fresh = known = true;
+		}
+		ret = stat_object(s, rec, ost);
+		if (ret != -ENOENT && ret != -EBADMSG)
+			return ret;
+		/* Its reference went, and a reference goes only after its
+		 * record left the name: another mount replaced it (and
+		 * released the object) after we read it.  Torn only if the
+		 * record is still there. */
+		ret = kvt_name_read(d, name, &now, &nst);
+		if (ret == 0 && same_record(&now, rec))
+			ret = KVT_LOOKUP_MISSING;
+		if (ret != 0) {
+			kvt_record_clear(&now);
+			return ret;
+		}
+		kvt_record_clear(rec);
+		*rec = now;
+		*st = nst;
+		*fresh = true;
+	}
+	return -EIO;
+}
+
 /* Writes @rec to a new file in staging, with @sync durably; its name in
  * *@name_out. */
 static int write_stage_record(struct kvt_store *s, const struct kvt_record *rec,
@@ -266,26 +325,25 @@ int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		g_autofree char *tmp = kvt_store_stage_name(s, 'p');
 		struct kvt_record now;
 
-		/* Taking the record into our staging is the atomic step; if
-		 * another mount had meanwhile put a new version there, it
-		 * goes back. */
+		/* Taking the record into our staging is the atomic step.  The
+		 * record to go is @rec's, or with @rec NULL an unparsable one;
+		 * one that parses and is not @rec's is another mount's newer
+		 * version, put there meanwhile: it goes back. */
 		ret = kvt_dir_rename(d, name, s->stage, tmp, 0);
 		if (ret == -ENOENT) {
 			ret = 0;
-		} else if (ret == 0 && rec && kvt_name_read(s->stage, tmp, &now, NULL) == 0) {
-			bool other = strcmp(now.ref, rec->ref) != 0;
+		} else if (ret == 0) {
+			bool other = kvt_name_read(s->stage, tmp, &now, NULL) == 0 &&
+				     (!rec || strcmp(now.ref, rec->ref));
 
 			if (!other ||
 			    kvt_dir_rename(s->stage, tmp, d, name, RENAME_NOREPLACE) < 0) {
-				if (other) /* superseded again meanwhile */
+				if (other && now.ref[0]) /* superseded again meanwhile */
 					kvt_object_release(s, &now);
 				kvt_dir_unlink(s->stage, tmp);
 			}
 			removed |= !other;
 			kvt_record_clear(&now);
-		} else if (ret == 0) {
-			kvt_dir_unlink(s->stage, tmp);
-			removed = 1;
 		}
 	}
 	if (!rec)

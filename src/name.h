@@ -29,6 +29,22 @@ struct kvt_meta {
 int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
 		  struct stat *st);
 
+/* Reads the record @d/@name and stats its object into @ost (a record of
+ * another kind than a file has none: @ost gets its size only), as one
+ * consistent look although other mounts change the name meanwhile: when
+ * the object is missing, the name is read again, and a record that
+ * replaced the one read (whose object its replacer then released) is taken
+ * instead.  With @known, @rec already holds the record that @st (the
+ * name's) describes, and is read only if its object is missing.
+ * *@fresh: @rec and @st were read here.  Returns 0;
+ * KVT_LOOKUP_MISSING when the record that holds the name has no object,
+ * or something else than a regular file in its place (torn); -ENOENT when
+ * the name went; -EBADMSG for a record that does not parse; -EIO when the
+ * name changed under every look. */
+enum { KVT_LOOKUP_MISSING = 1 };
+int kvt_name_lookup(struct kvt_store *s, struct kvt_dir *d, const char *name, bool known,
+		    struct kvt_record *rec, struct stat *st, struct stat *ost, bool *fresh);
+
 /* Atomically puts @rec at @d/@name.  A record it replaced is returned in
  * @old (old->ref[0] != 0), whose object the caller releases or keeps.
  * With @sync the record's bytes are written out (not committed) before it
@@ -57,8 +73,9 @@ int kvt_name_rename(struct kvt_store *s, struct kvt_dir *from, const char *fname
 		    struct kvt_record *replaced);
 
 /* Removes a torn name and its object.  The record @d/@name goes if it
- * still names @rec's reference (or does not parse: then @rec is NULL);
- * then @rec's object (kvt_object_purge).  @name may be NULL: the object
+ * still names @rec's reference (or does not parse: then @rec is NULL;
+ * another mount's record put there since stays); then @rec's object
+ * (kvt_object_purge).  @name may be NULL: the object
  * alone.  1 when it removed something, 0 when another purge had already. */
 int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		   const struct kvt_record *rec);

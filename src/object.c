@@ -139,8 +139,11 @@ int kvt_object_release(struct kvt_store *s, const struct kvt_record *rec)
 	if (ret < 0)
 		return ret == -ENOENT ? 0 : ret;
 	ret = kvt_dir_unlink(fan, ref);
-	/* Only the anchor left: nobody uses these bytes.  A mount that links
-	 * to the anchor after this check holds its own reference. */
+	/* Only the anchor left: nobody uses these bytes.  Every link but the
+	 * anchor is a reference, and every reference's removal is followed by
+	 * this look, so the last one's sees the count at 1 (object.h).  A
+	 * mount that links to the anchor between the look and the unlink
+	 * holds its own reference: it loses the sharing only. */
 	if (kvt_dir_stat(fan, anchor, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1)
 		kvt_dir_unlink(fan, anchor);
 	return ret == -ENOENT ? 0 : ret;
@@ -210,44 +213,45 @@ int kvt_object_make(struct kvt_store *s, const char *stage_name, uint64_t size,
 
 	/* A link, not a rename: until a record names the object, the staged
 	 * file is still the version's, and a failed record install leaves
-	 * it to be published again. */
+	 * it to be published again.  No anchor yet (kvt_object_anchor):
+	 * nobody can share an inode that still has the staged file's link. */
 	ret = kvt_dir_link(s->stage, stage_name, fan, ref);
 	if (ret < 0)
 		return ret;
 	kvt_store_count(s, KVT_STAT_objects, 1);
 	kvt_store_count(s, KVT_STAT_bytes_stored, size);
-	/* Another mount may have made the anchor meanwhile: then these bytes
-	 * simply are not shared. */
-	ret = kvt_dir_link(fan, ref, fan, anchor);
-	if (ret < 0 && ret != -EEXIST)
-		g_debug("anchor objects/%02x/%s: %s", hash->b[0], anchor, g_strerror(-ret));
 	return 0;
+}
+
+void kvt_object_anchor(struct kvt_store *s, const struct kvt_record *rec)
+{
+	g_autoptr(kvt_dir) fan = NULL;
+	g_autofree char *ref = kvt_object_ref_name(rec);
+	g_autofree char *anchor = kvt_object_anchor_name(&rec->hash);
+	int ret = fanout_dir(s, &rec->hash, false, &fan);
+
+	/* ENOENT: another mount replaced the record and released the object
+	 * already; EEXIST: it made an anchor of the same bytes meanwhile,
+	 * and these simply are not shared. */
+	if (ret == 0)
+		ret = kvt_dir_link(fan, ref, fan, anchor);
+	if (ret < 0 && ret != -EEXIST && ret != -ENOENT)
+		g_debug("anchor objects/%02x/%s: %s", rec->hash.b[0], anchor, g_strerror(-ret));
 }
 
 int kvt_object_unmake(struct kvt_store *s, const struct kvt_record *rec, bool dedup)
 {
 	g_autoptr(kvt_dir) fan = NULL;
 	g_autofree char *ref = kvt_object_ref_name(rec);
-	g_autofree char *anchor = kvt_object_anchor_name(&rec->hash);
-	struct stat rst, ast;
 	int ret;
 
 	if (dedup)
 		return kvt_object_release(s, rec);
+	/* New bytes have no anchor yet: the staged file keeps them. */
 	ret = fanout_dir(s, &rec->hash, false, &fan);
 	if (ret == 0)
-		ret = kvt_dir_stat(fan, ref, &rst);
-	if (ret == 0)
 		ret = kvt_dir_unlink(fan, ref);
-	if (ret < 0)
-		return ret;
-	/* The staged file and the anchor: nobody else uses these bytes (a
-	 * mount that deduplicated against them meanwhile holds a third
-	 * link, and keeps the anchor). */
-	if (kvt_dir_stat(fan, anchor, &ast) == 0 && ast.st_ino == rst.st_ino &&
-	    ast.st_dev == rst.st_dev && ast.st_nlink <= 2)
-		kvt_dir_unlink(fan, anchor);
-	return 0;
+	return ret;
 }
 
 int kvt_object_fault_check(enum kvt_fault_op op, const struct kvt_record *rec)

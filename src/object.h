@@ -7,7 +7,20 @@
  * who uses an object: the kernel's link count is the reference count, kept
  * atomically by link and unlink.  A record reads its own reference, so when
  * one mount unlinks the anchor while another dedups against it, the second
- * still holds the bytes through its reference (only dedup is lost). */
+ * still holds the bytes through its reference (only dedup is lost).
+ *
+ * The anchor goes with the last reference, with no lock between mounts,
+ * because two rules hold:
+ *   - every link of an anchored inode but the anchor is a reference, and
+ *     whoever removes a reference looks at the anchor's count after it
+ *     (kvt_object_release): the last removal's look sees 1, whichever
+ *     mount makes it;
+ *   - so a new object gets its anchor only once its staged file's link is
+ *     gone (kvt_object_anchor, after the record took the name): a staged
+ *     link counted while another mount released the reference would make
+ *     that mount keep an anchor that nobody then removes; and no mount can
+ *     dedup against a staged file that a failed publication opens again
+ *     for writing. */
 #pragma once
 #include <stdint.h>
 #include <sys/stat.h>
@@ -47,14 +60,19 @@ bool kvt_object_parse_name(const char *fanout, const char *name, kvt_hash *h,
 			   bool *is_ref);
 
 /* For the publication (publish.c): makes the staged file @stage_name of
- * @size bytes and hash @hash an object, or takes a new reference on an
- * existing one of the same hash and size.  Fills rec->hash, size, ref.
- * The staged file keeps its name.  *@dedup says which it was. */
+ * @size bytes and hash @hash an object (a reference, no anchor yet), or
+ * takes a new reference on an existing one of the same hash and size.
+ * Fills rec->hash, size, ref.  The staged file keeps its name.  *@dedup
+ * says which it was. */
 int kvt_object_make(struct kvt_store *s, const char *stage_name, uint64_t size,
 		    const kvt_hash *hash, struct kvt_record *rec, bool *dedup);
+/* After the publication of new bytes, once the staged file is gone: links
+ * the anchor to @rec's reference, so that later stores share them.  None
+ * when the reference went meanwhile (another mount replaced the record and
+ * released it) or another anchor of the same hash came first. */
+void kvt_object_anchor(struct kvt_store *s, const struct kvt_record *rec);
 /* Undoes kvt_object_make (the record could not be installed): the
- * reference goes, and for new bytes the anchor too, which still shares
- * its inode with the staged file and so would not look unused. */
+ * reference goes (dedup: released as any other). */
 int kvt_object_unmake(struct kvt_store *s, const struct kvt_record *rec, bool dedup);
 /* Makes @rec's object and its link durable (fsync of both). */
 int kvt_object_sync(struct kvt_store *s, const struct kvt_record *rec);

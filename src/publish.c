@@ -4,23 +4,42 @@
  *   1. the version's bytes are in staging/<id>/d.<n> (stage.h); sealing it
  *      stops its writers and fixes its hash;
  *   2. object: a link anchor -> new reference (the same bytes are stored
- *      already: dedup), or links staged file -> reference -> anchor;
+ *      already: dedup), or a link staged file -> reference (new bytes);
  *   3. name: the record, written to staging/<id>/n.<n>, is renamed onto
  *      the name (RENAME_NOREPLACE, or RENAME_EXCHANGE to learn exactly
  *      which record it replaced);
- *   4. the staged file goes, and the replaced record's reference.
+ *   4. the staged file goes; then new bytes get their anchor, a link
+ *      reference -> anchor (object.h says why not earlier); and the
+ *      replaced record's reference goes.
  * If 3 fails (ENOSPC for the record), the reference of 2 goes again and
  * the version is open again with its bytes intact: the rename or close
  * that asked fails, and a retry publishes the same bytes.
  *
  * Crash analysis (kill -9 of the daemon; the page cache survives):
  *   - before 3: the name is untouched (absent, or the old record); the
- *     staged file and, after 2, an unreferenced object remain.  The next
- *     mount removes the dead staging directory; the object is an orphan
- *     for kvtierfs-fsck --repair.
+ *     staged file and, after 2, a reference that no record names remain.
+ *     The next mount removes the dead staging directory; the reference is
+ *     an orphan for kvtierfs-fsck --repair.
  *   - after 3: the name is the new record and points at a complete
- *     object; at worst the replaced record's object is left unreferenced.
+ *     object.  The staged file may remain (the next mount removes it
+ *     with the dead staging), new bytes may have no anchor (they are not
+ *     shared: nothing is wrong), and at worst the replaced record's object
+ *     is left unreferenced, an orphan.
  *   No step ever leaves a name pointing at a partial object.
+ *
+ * Several mounts (also on several hosts) share LOWERDIR with no lock
+ * between them but what the lower file system gives: atomic rename, link
+ * and unlink.  So, between two steps of this mount, another may replace
+ * the record just installed (its RENAME_EXCHANGE hands it exactly our
+ * record) and release its reference; that is why the anchor waits for the
+ * staged file to go: a reference removed while the staged link still
+ * counts would leave an anchor that neither mount removes (object.h).
+ * And a reader that read a record may find its object gone: the record
+ * was replaced meanwhile, and the name is read again (kvt_name_lookup)
+ * instead of answering that it does not exist.  No mount removes an
+ * object that a record uses: a reference goes only with its record off
+ * the name (or as torn, kvt_name_purge), the anchor only when no
+ * reference is left.
  *
  * Durability.  By default nothing is synced: the clients of a KV-cache
  * tier never call fsync, and a block lost at a power cut is recomputed,
@@ -59,8 +78,8 @@
  * there, whenever the power goes: after a cut there is no torn name, only
  * names whose publication had not returned yet (before 3), and orphans.
  * This relies on the lower file system keeping the order of its metadata
- * changes (a journal: ext4, xfs): the links and the record's allocation of
- * step 2 reach the disk no later than the record's rename. */
+ * changes (a journal: ext4, xfs): the reference link of step 2 and the
+ * record's allocation reach the disk no later than the record's rename. */
 #include "publish.h"
 
 #include <errno.h>
@@ -140,6 +159,8 @@ int kvt_store_publish(struct kvt_store *s, struct kvt_stage *st, struct kvt_dir 
 	}
 	kvt_stage_set_published(st);
 	kvt_dir_unlink(s->stage, st->name);
+	if (!out->dedup)
+		kvt_object_anchor(s, &out->rec);
 	settle_replaced(s, &old, &out->rec, flags & KVT_PUBLISH_KEEP_REPLACED,
 			&out->replaced);
 	if (kvt_dir_stat(d, name, &out->rec_st) < 0)

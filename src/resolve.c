@@ -92,7 +92,9 @@ void kvt_record_id(struct kvt_record *dst, const struct kvt_record *src)
 /* Resolves the published file @p/@name, whose record file @st describes,
  * into *@childp (an inode already known for the name, or NULL): rereads the
  * record if the lower one changed and checks its object's size.  A torn
- * name is purged and answers ENOENT.  Caller holds p->lock. */
+ * name is purged and answers ENOENT; an object that went with its record,
+ * replaced by another mount meanwhile, is no torn name (kvt_name_lookup).
+ * Caller holds p->lock. */
 static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir *pd,
 			       const char *name, struct stat *st,
 			       struct kvt_inode **childp, struct kvt_note *note)
@@ -101,7 +103,7 @@ static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kv
 	struct kvt_torn_info torn = { 0 };
 	struct kvt_record rec;
 	struct stat ost;
-	bool same = false;
+	bool same = false, fresh;
 	int ret;
 
 	kvt_record_init(&rec);
@@ -114,40 +116,31 @@ static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kv
 			kvt_record_id(&rec, &file->rec);
 		kvt_inode_unlock(file);
 	}
-	if (!same) {
-		ret = kvt_name_read(pd, name, &rec, st);
-		if (ret == -EBADMSG) {
-			torn.why = KVT_TORN_RECORD;
-			kvt_purge_locked(fs, p, pd, name, file, NULL, &torn, note);
-			return -ENOENT;
-		}
-		if (ret < 0)
-			return ret;
-		/* Another kind under the same name: the kernel cannot change
-		 * an inode's type, so this is a new inode. */
-		if (file && file->rec.kind != rec.kind) {
-			kvt_inode_detach(file);
-			file = NULL;
-		}
+	ret = kvt_name_lookup(fs->store, pd, name, same, &rec, st, &ost, &fresh);
+	if (fresh)
+		same = false;
+	if (ret == -EBADMSG) {
+		torn.why = KVT_TORN_RECORD;
+		kvt_purge_locked(fs, p, pd, name, file, NULL, &torn, note);
+		return -ENOENT;
 	}
-	if (rec.kind != KVT_KIND_FILE) {
-		/* No object: nothing can be torn. */
-		memset(&ost, 0, sizeof(ost));
-		ost.st_size = rec.size;
-		ret = 0;
-	} else {
-		ret = kvt_object_stat(fs->store, &rec, &ost);
-	}
-	if (ret == -ENOENT || ret == -EBADMSG) {
-		torn.why = KVT_TORN_MISSING;
-	} else if (ret < 0) {
+	if (ret < 0) {
 		kvt_record_clear(&rec);
 		return ret;
+	}
+	/* Another kind under the same name: the kernel cannot change an
+	 * inode's type, so this is a new inode. */
+	if (file && !same && file->rec.kind != rec.kind) {
+		kvt_inode_detach(file);
+		file = NULL;
+	}
+	if (ret == KVT_LOOKUP_MISSING) {
+		torn.why = KVT_TORN_MISSING;
 	} else if ((uint64_t)ost.st_size != rec.size) {
 		torn.why = KVT_TORN_SIZE;
 		torn.found_size = ost.st_size;
 	}
-	if (ret < 0 || (uint64_t)ost.st_size != rec.size) {
+	if (ret == KVT_LOOKUP_MISSING || (uint64_t)ost.st_size != rec.size) {
 		kvt_purge_locked(fs, p, pd, name, file, &rec, &torn, note);
 		kvt_record_clear(&rec);
 		return -ENOENT;

@@ -86,6 +86,8 @@ int kvt_version_begin(struct kvt_fs *fs, struct kvt_inode *ino, bool trunc,
 int kvt_version_for_write(struct kvt_fs *fs, struct kvt_inode *ino,
 			  struct kvt_stage **wstage, struct kvt_stage **out)
 {
+	int looks = 0;
+
 	for (;;) {
 		struct kvt_stage *st = NULL;
 		bool ref_inode = false;
@@ -105,6 +107,18 @@ int kvt_version_for_write(struct kvt_fs *fs, struct kvt_inode *ino,
 		kvt_inode_unlock(ino);
 		if (ref_inode)
 			kvt_inode_ref(ino);
+		if (ret == -ENOENT && looks++ < 8) {
+			/* The published version's object went with its
+			 * record: another mount replaced it since this one
+			 * looked.  The new version starts from what the name
+			 * holds now. */
+			struct kvt_note note = { 0 };
+
+			ret = kvt_resolve_inode(fs, ino, &note);
+			kvt_notify(fs, &note, true);
+			if (ret == 0)
+				continue;
+		}
 		if (ret < 0)
 			return ret;
 		kvt_lock_note(KVT_RANK_STAGE, &st->io);
