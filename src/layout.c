@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 static const char *const areas[] = { "objects", "names", "staging" };
+/* Made with a new store; opened where it exists (layout.h). */
+static const char *const new_areas[] = { "objects", "names", "staging", KVT_MOVES };
 
 static bool fail(GError **err, int errnum, const char *lowerdir, const char *fmt, ...)
 	G_GNUC_PRINTF(4, 5);
@@ -72,8 +74,8 @@ static int create_store(struct kvt_dir *root)
 	int len, ret;
 	kvt_autofd fd = -1;
 
-	for (size_t i = 0; i < G_N_ELEMENTS(areas); i++) {
-		ret = kvt_dir_mkdir(root, areas[i], 0755);
+	for (size_t i = 0; i < G_N_ELEMENTS(new_areas); i++) {
+		ret = kvt_dir_mkdir(root, new_areas[i], 0755);
 		if (ret < 0 && ret != -EEXIST)
 			return ret;
 	}
@@ -146,6 +148,11 @@ bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 			goto out;
 		}
 	}
+	ret = kvt_dir_open(out->root, KVT_MOVES, &out->moves);
+	if (ret < 0 && ret != -ENOENT) {
+		fail(err, -ret, lowerdir, "damaged store: %s/: %s", KVT_MOVES, g_strerror(-ret));
+		goto out;
+	}
 	return true;
 out:
 	kvt_layout_close(out);
@@ -154,6 +161,7 @@ out:
 
 void kvt_layout_close(struct kvt_layout *l)
 {
+	g_clear_pointer(&l->moves, kvt_dir_unref);
 	g_clear_pointer(&l->staging, kvt_dir_unref);
 	g_clear_pointer(&l->names, kvt_dir_unref);
 	g_clear_pointer(&l->objects, kvt_dir_unref);

@@ -37,6 +37,17 @@ int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
 	return read_record_fd(fd, st ? st : &own, rec);
 }
 
+int kvt_name_peek(struct kvt_dir *d, const char *name, struct kvt_record *rec)
+{
+	struct stat st;
+	kvt_autofd fd = kvt_dir_open_file(d, name, O_RDONLY | O_NOATIME, 0, &st);
+
+	kvt_record_init(rec);
+	if (fd < 0)
+		return fd;
+	return read_record_fd(fd, &st, rec);
+}
+
 /* Writes @rec to a new file in staging; its name in *@name_out. */
 static int write_stage_record(struct kvt_store *s, const struct kvt_record *rec,
 			      const struct kvt_meta *meta, char **name_out)
@@ -122,7 +133,7 @@ fail:
 
 plain_rename:
 	/* File systems without renameat2 flags (NFS): best effort on which
-	 * record was replaced; a lost race leaves an object for fsck. */
+	 * record was replaced; a lost race leaves an orphan (reclaim.c). */
 	if (kvt_name_read(d, name, old, &st) < 0)
 		kvt_record_clear(old);
 	ret = kvt_dir_rename(s->stage, tmp, d, name, 0);
@@ -159,14 +170,13 @@ int kvt_name_remove(struct kvt_store *s, struct kvt_dir *d, const char *name)
 	return ret;
 }
 
-int kvt_name_rename(struct kvt_store *s, struct kvt_dir *from, const char *fname,
-		    struct kvt_dir *to, const char *tname, unsigned int flags,
-		    struct kvt_record *replaced)
+static int rename_marked(struct kvt_store *s, struct kvt_dir *from, const char *fname,
+			 struct kvt_dir *to, const char *tname, unsigned int flags,
+			 struct kvt_record *replaced)
 {
 	struct stat sst, dst;
 	int ret;
 
-	kvt_record_init(replaced);
 	ret = kvt_dir_stat(from, fname, &sst);
 	if (ret < 0)
 		return ret;
@@ -214,6 +224,23 @@ int kvt_name_rename(struct kvt_store *s, struct kvt_dir *from, const char *fname
 	return ret;
 }
 
+int kvt_name_rename(struct kvt_store *s, struct kvt_dir *from, const char *fname,
+		    struct kvt_dir *to, const char *tname, unsigned int flags,
+		    struct kvt_record *replaced)
+{
+	char *marker = NULL;
+	int ret;
+
+	kvt_record_init(replaced);
+	/* A record, or a directory of them, moves: marked while it does. */
+	ret = kvt_store_move_begin(s, &marker);
+	if (ret < 0)
+		return ret;
+	ret = rename_marked(s, from, fname, to, tname, flags, replaced);
+	kvt_store_move_end(s, marker);
+	return ret;
+}
+
 int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		   const struct kvt_record *rec)
 {
@@ -221,12 +248,15 @@ int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
 
 	if (name) {
 		g_autofree char *tmp = kvt_store_stage_name(s, 'p');
+		char *marker = NULL;
 		struct kvt_record now;
 
 		/* Taking the record into our staging is the atomic step; if
 		 * another mount had meanwhile put a new version there, it
-		 * goes back. */
-		ret = kvt_dir_rename(d, name, s->stage, tmp, 0);
+		 * goes back, a move (marked). */
+		ret = kvt_store_move_begin(s, &marker);
+		if (ret == 0)
+			ret = kvt_dir_rename(d, name, s->stage, tmp, 0);
 		if (ret == -ENOENT) {
 			ret = 0;
 		} else if (ret == 0 && rec && kvt_name_read(s->stage, tmp, &now, NULL) == 0) {
@@ -244,6 +274,7 @@ int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
 			kvt_dir_unlink(s->stage, tmp);
 			removed = 1;
 		}
+		kvt_store_move_end(s, marker);
 	}
 	if (!rec)
 		return ret < 0 ? ret : removed;

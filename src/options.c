@@ -30,6 +30,8 @@ enum value_key {
 	KEY_URING,
 	KEY_VERIFY_CACHE,
 	KEY_MAX_DIR_FDS,
+	KEY_RECLAIM,
+	KEY_RECLAIM_INTERVAL,
 	N_VALUE_KEYS
 };
 
@@ -110,6 +112,14 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		"max_dir_fds", COUNT, FIELD(max_dir_fds), 16, 1048576, 1024,
 		.metavar = "N", .help = "open lower directories",
 	},
+	[KEY_RECLAIM] = {
+		"reclaim", COUNT, FIELD(reclaim), 0, 1e9, 2000,
+		.metavar = "N", .help = "orphan reclamation: lower entries/s, 0 off",
+	},
+	[KEY_RECLAIM_INTERVAL] = {
+		"reclaim_interval", SECONDS, FIELD(reclaim_interval), 0, 86400, 60,
+		.metavar = "SEC", .help = "seconds between reclamation passes",
+	},
 };
 
 /* Both "name=value" and a bare "name" reach the processing function, so
@@ -138,6 +148,8 @@ static const struct fuse_opt kvt_opts[] = {
 	VALUE("uring", KEY_URING),
 	VALUE("verify_cache", KEY_VERIFY_CACHE),
 	VALUE("max_dir_fds", KEY_MAX_DIR_FDS),
+	VALUE("reclaim", KEY_RECLAIM),
+	VALUE("reclaim_interval", KEY_RECLAIM_INTERVAL),
 	/* libfuse's: noted, and kept for it */
 	SWITCH("allow_other", allow_other),
 	FUSE_OPT_KEY("allow_other", FUSE_OPT_KEY_KEEP),

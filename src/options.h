@@ -25,6 +25,8 @@ struct kvt_options {
 	int max_inodes;
 	int verify_cache;
 	int max_dir_fds;
+	int reclaim;		/* lower entries a second; 0: off */
+	double reclaim_interval;
 
 	char *lowerdir;
 	char *mountpoint;

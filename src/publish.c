@@ -16,10 +16,12 @@
  * Crash analysis (kill -9 of the daemon; the page cache survives):
  *   - before 3: the name is untouched (absent, or the old record); the
  *     staged file and, after 2, an unreferenced object remain.  The next
- *     mount removes the dead staging directory; the object is an orphan
- *     for kvtierfs-fsck --repair.
+ *     mount removes the dead staging directory; the object is an orphan,
+ *     which a reclamation pass removes (reclaim.c), as kvtierfs-fsck
+ *     --repair does.
  *   - after 3: the name is the new record and points at a complete
- *     object; at worst the replaced record's object is left unreferenced.
+ *     object; at worst the replaced record's object is left unreferenced
+ *     (an orphan too).
  *   No step ever leaves a name pointing at a partial object.
  *
  * Durability.  By default nothing is synced: the clients of a KV-cache
@@ -112,8 +114,17 @@ int kvt_store_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		      struct stat *rec_st)
 {
 	struct kvt_record old;
-	int ret = kvt_name_install(s, d, name, rec, meta, &old);
+	char *marker = NULL;
+	int ret;
 
+	/* A new record file naming an existing reference takes the name's
+	 * place in its directory, maybe another place in a listing: a move
+	 * (reclaim.c). */
+	ret = kvt_store_move_begin(s, &marker);
+	if (ret < 0)
+		return ret;
+	ret = kvt_name_install(s, d, name, rec, meta, &old);
+	kvt_store_move_end(s, marker);
 	if (ret < 0)
 		return ret;
 	/* Another mount's newer version, replaced by ours: release what it
