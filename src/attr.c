@@ -92,6 +92,11 @@ void kvt_op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_set,
 			fuse_reply_err(req, EISDIR);
 			return;
 		}
+		kvt_inode_lock(ino);
+		ret = ino->has_record && ino->rec.kind != KVT_KIND_FILE ? -EINVAL : 0;
+		kvt_inode_unlock(ino);
+		if (ret < 0)
+			goto out; /* a link or a special file has no bytes */
 		/* open(O_RDONLY | O_TRUNC) truncates through a reader's
 		 * handle: that is a truncate by path. */
 		ret = kvt_version_set_size(fs, ino, attr->st_size, wstage);

@@ -80,6 +80,10 @@ static const char usage_text[] =
 "                       after the first are labelled load-2, load-3, ...\n"
 "  --key-base N         first block key (default 0): keys BASE..BASE+N-1\n"
 "  --model NAME         model part of the top directory (default kvbench)\n"
+"  --fsync              store: make each block durable as a careful client\n"
+"                       does on any file system: fsync of the temp file\n"
+"                       before close, and after the rename fsync of the\n"
+"                       block under its final name and of its directory\n"
 "  --quiet              no header line, no per-error messages\n"
 "  --help               this text\n"
 "\n"
@@ -103,7 +107,7 @@ static struct {
 	size_t block_size;
 	uint64_t blocks, key_base;
 	unsigned threads, lookup_threads, repeat_load;
-	int odirect, check, drop_caches, quiet;
+	int odirect, check, drop_caches, quiet, fsync;
 	int run[PH_COUNT];
 } O = {
 	.model = "kvbench",
@@ -342,6 +346,28 @@ static int dflag(void)
 	return O.odirect ? O_DIRECT : 0;
 }
 
+/* fsync of @path (@parent: of its directory), opened read-only. */
+static int sync_path(struct run *r, const char *path, int parent)
+{
+	char dir[PATH_MAX];
+	const char *p = path;
+	int fd, ret = 0;
+
+	if (parent) {
+		snprintf(dir, sizeof(dir), "%s", path);
+		*strrchr(dir, '/') = '\0';
+		p = dir;
+	}
+	fd = open(p, O_RDONLY | (parent ? O_DIRECTORY : 0));
+	if (fd < 0 || fsync(fd) < 0) {
+		fail(r, p, "%s: %s", fd < 0 ? "open to fsync" : "fsync", strerror(errno));
+		ret = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
 static void op_store(struct worker *w, const char *path, const char *tmp)
 {
 	struct run *r = w->run;
@@ -376,6 +402,12 @@ static void op_store(struct worker *w, const char *path, const char *tmp)
 		unlink(tmp);
 		return;
 	}
+	if (O.fsync && fsync(fd) < 0) {
+		fail(r, tmp, "fsync: %s", strerror(errno));
+		close(fd);
+		unlink(tmp);
+		return;
+	}
 	if (close(fd) < 0) {
 		fail(r, tmp, "close: %s", strerror(errno));
 		unlink(tmp);
@@ -386,6 +418,8 @@ static void op_store(struct worker *w, const char *path, const char *tmp)
 		unlink(tmp);
 		return;
 	}
+	if (O.fsync && (sync_path(r, path, 0) < 0 || sync_path(r, path, 1) < 0))
+		return;
 	atomic_fetch_add(&r->bytes, O.block_size);
 }
 
@@ -726,6 +760,8 @@ static void parse_args(int argc, char **argv)
 			O.model = val;
 		} else if (FLAG("--quiet")) {
 			O.quiet = 1;
+		} else if (FLAG("--fsync")) {
+			O.fsync = 1;
 		} else {
 			usage_error("unknown argument '%s'", argv[i]);
 		}

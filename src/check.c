@@ -2,11 +2,16 @@
  *
  * One problem is one path on LOWERDIR, and its repair is one atomic
  * removal of that path (unlink; a dead staging directory is emptied, then
- * removed).  Nothing is ever rewritten, so a repair interrupted at any
+ * removed), or for a lost marker one atomic rename of a new one into
+ * place.  Nothing else is ever rewritten, so a repair interrupted at any
  * point leaves a store that is as correct as before, and a second run
  * finishes the job.
  *
- * After the top of LOWERDIR (unknown entries), the walk takes four passes:
+ * The marker first: a store whose marker a power cut lost (missing, or
+ * empty because it was never synced) is still checked when the rest is
+ * clearly a store, and --repair writes the marker again so that it mounts.
+ * After that and the top of LOWERDIR (unknown entries), the walk takes
+ * four passes:
  *   1. objects/: hash every object inode once (all links of an object are
  *      in one fan-out directory, so the inode table lives per directory),
  *      compare with the hash in each link's name: torn-hash.  The torn
@@ -51,6 +56,7 @@ static const char *const problem_names[] = {
 	[KVT_SHARED_REF] = "shared-ref",
 	[KVT_STALE_STAGING] = "stale-staging",
 	[KVT_UNKNOWN] = "unknown",
+	[KVT_LOST_MARKER] = "marker",
 };
 
 const char *kvt_problem_name(enum kvt_problem kind)
@@ -199,6 +205,81 @@ static bool check_not_live(struct ctx *c, GError **err)
 		}
 	}
 	return true;
+}
+
+/* ------------------------------------------------------------ marker */
+
+/* How many files of names/ are read, at most, for a sign of a store. */
+#define SAMPLE_FILES 64
+
+/* Whether @d (names/ or below) holds a record among its first files: 1
+ * yes, 0 files but no record, -1 no file seen.  *@budget counts down the
+ * files read. */
+static int sample_records(struct kvt_dir *d, int *budget)
+{
+	int ret, found = -1;
+	g_autoptr(GPtrArray) ents = kvt_dir_list(d, true, &ret);
+
+	for (guint i = 0; ents && i < ents->len && *budget > 0 && found < 1; i++) {
+		const struct kvt_dirent *e = ents->pdata[i];
+		struct kvt_record rec;
+		struct stat st;
+
+		if (kvt_dir_stat(d, e->name, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			g_autoptr(kvt_dir) sub = NULL;
+
+			if (kvt_dir_open(d, e->name, &sub) == 0)
+				found = MAX(found, sample_records(sub, budget));
+		} else if (S_ISREG(st.st_mode)) {
+			(*budget)--;
+			ret = kvt_name_read(d, e->name, &rec, NULL);
+			kvt_record_clear(&rec);
+			found = MAX(found, ret == 0 ? 1 : 0);
+		}
+	}
+	return found;
+}
+
+/* A store whose marker is lost is still clearly one: objects/ holds only
+ * fan-out directories, and names/ either holds no file among the first
+ * ones looked at, or a record among them (a power cut may have emptied
+ * some records, never all that were written before the marker was). */
+static bool clearly_a_store(struct ctx *c)
+{
+	int ret, budget = SAMPLE_FILES;
+	g_autoptr(GPtrArray) fans = kvt_dir_list(c->l.objects, false, &ret);
+
+	if (!fans)
+		return false;
+	for (guint i = 0; i < fans->len; i++) {
+		const struct kvt_dirent *e = fans->pdata[i];
+
+		if (!kvt_object_is_fanout(e->name))
+			return false;
+	}
+	return sample_records(c->l.names, &budget) != 0;
+}
+
+/* The marker problem of a store opened without one; with --repair it is
+ * written again. */
+static void check_marker(struct ctx *c, int marker)
+{
+	const char *what = marker == -ENOENT ? "missing" : kvt_layout_what_is(c->l.root, KVT_MARKER);
+	g_autofree char *other = NULL;
+	int repair = 0;
+
+	if (c->o->repair) {
+		repair = kvt_layout_write_marker(c->l.root);
+		if (repair == 0)
+			repair = 1;
+	}
+	if (!strcmp(what, "a regular file"))
+		what = "empty or not a marker";
+	else if (marker != -ENOENT)
+		what = other = g_strdup_printf("%s, not a marker", what);
+	problem(c, KVT_LOST_MARKER, KVT_MARKER, true, repair, "%s; the rest is a store", what);
 }
 
 /* Anything at the top of LOWERDIR that a store does not have. */
@@ -390,6 +471,8 @@ static void check_record(struct ctx *c, struct kvt_dir *d, const char *name,
 		c->names_complete = false;
 		return;
 	}
+	if (rec.kind != KVT_KIND_FILE)
+		goto out; /* a link or a special file: no object */
 	refname = kvt_object_ref_name(&rec);
 	refp = g_strdup_printf("%.2s/%s", refname, refname);
 	objpath = kvt_object_path(&rec);
@@ -621,14 +704,24 @@ bool kvt_check(const char *lowerdir, const struct kvt_check_opts *opts,
 	g_autoptr(GError) late = NULL;
 	g_autoptr(GError) lerr = NULL;
 	bool ok = false;
+	int marker;
 
 	memset(res, 0, sizeof(*res));
-	if (!kvt_layout_open(lowerdir, KVT_LAYOUT_EXISTING, &c.l, &lerr)) {
+	if (!kvt_layout_open_unmarked(lowerdir, &c.l, &marker, &lerr)) {
 		g_set_error_literal(err, KVT_CHECK_ERROR, KVT_CHECK_ERROR_STORE, lerr->message);
 		return false;
 	}
+	if (marker && !clearly_a_store(&c)) {
+		g_set_error(err, KVT_CHECK_ERROR, KVT_CHECK_ERROR_STORE,
+			    "LOWERDIR %s: %s %s, and the rest does not look like a kvtierfs "
+			    "store", lowerdir, KVT_MARKER,
+			    marker == -ENOENT ? "is missing" : "is not a kvtierfs store marker");
+		goto out;
+	}
 	if (!check_not_live(&c, err))
 		goto out;
+	if (marker)
+		check_marker(&c, marker);
 	c.torn = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	c.refs = g_hash_table_new(g_str_hash, g_str_equal);
 	c.keys = g_string_chunk_new(1 << 20);

@@ -15,6 +15,8 @@ enum kvt_problem {
 	KVT_SHARED_REF,    /* record using a reference another record uses */
 	KVT_STALE_STAGING, /* staging directory, or moves/ marker, of a dead mount */
 	KVT_UNKNOWN,       /* anything kvtierfs does not create */
+	KVT_LOST_MARKER,   /* the store's marker is missing, empty or garbage
+			    * (a power cut before it was synced) */
 };
 
 /* The keyword printed for @kind ("torn-hash", "orphan", ...). */
@@ -55,7 +57,10 @@ enum {
 };
 
 /* Checks the store at @lowerdir.  Returns false with @err set (one line)
- * when the check could not start; true otherwise, with the counts in @res
+ * when the check could not start: no store there (a lost marker is a
+ * problem, repaired by writing it again, only where the rest is clearly a
+ * store: its three areas, objects/ holding only fan-out directories, and
+ * a record among the first files of names/ when it has any); true otherwise, with the counts in @res
  * (res->errors > 0 when walking failed somewhere).  Orphans are only looked
  * for, and only removed, when every record could be read. */
 bool kvt_check(const char *lowerdir, const struct kvt_check_opts *opts,

@@ -1,4 +1,4 @@
-/* Files: create, open, read, write, flush, fsync, release.
+/* Files: create, open, read, write, flush, fsync, release; fsyncdir.
  *
  * A reader of a published file reads its object, checked before the
  * first byte is served (verify.h); a read that finds fewer bytes than
@@ -110,8 +110,7 @@ static int new_local_file(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir
 	}
 	kvt_inode_ref(ino); /* pending */
 	ino->meta.st_mode = S_IFREG | (mode & 07777);
-	ino->meta.st_uid = ctx->uid;
-	ino->meta.st_gid = ctx->gid;
+	kvt_new_owner(pd, ctx, &ino->meta.st_uid, &ino->meta.st_gid);
 	ino->meta.st_blksize = 4096;
 	clock_gettime(CLOCK_REALTIME, &ino->meta.st_mtim);
 	ino->meta.st_atim = ino->meta.st_ctim = ino->meta.st_mtim;
@@ -167,7 +166,7 @@ void kvt_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	int ret;
 
 	if (!S_ISREG(mode)) {
-		fuse_reply_err(req, EPERM);
+		kvt_make_special(req, parent, name, mode, rdev);
 		return;
 	}
 	ret = kvt_inode_dir(fs, p, &pd);
@@ -303,8 +302,20 @@ static void open_reader(struct kvt_inode *ino, struct fuse_file_info *fi, struct
 		 * only, whatever the kernel thinks the size is. */
 		fi->direct_io = 1;
 	} else {
-		fi->keep_cache = !strcmp(ino->cache_ref, h->rec.ref);
-		g_strlcpy(ino->cache_ref, h->rec.ref, sizeof(ino->cache_ref));
+		bool same = !strcmp(ino->cache_ref, h->rec.ref);
+
+		/* The kernel drops the pages of the version before only
+		 * after it has the reply to the first open without
+		 * keep_cache; an open of the same version meanwhile must
+		 * not keep them either, or its read mixes the old pages
+		 * with the new bytes (another mount replaced the version
+		 * under this inode).  A read of this version's reader
+		 * comes after its open: from then on the pages are its. */
+		fi->keep_cache = same && __atomic_load_n(&ino->cache_settled, __ATOMIC_ACQUIRE);
+		if (!same) {
+			g_strlcpy(ino->cache_ref, h->rec.ref, sizeof(ino->cache_ref));
+			__atomic_store_n(&ino->cache_settled, false, __ATOMIC_RELEASE);
+		}
 		ino->cache_readers++;
 		h->cached = true;
 	}
@@ -321,6 +332,14 @@ void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 
 	if (ino->is_dir) {
 		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	kvt_inode_lock(ino);
+	ret = ino->has_record && ino->rec.kind != KVT_KIND_FILE ? EINVAL : 0;
+	kvt_inode_unlock(ino);
+	if (ret) {
+		/* The kernel opens links and special files itself. */
+		fuse_reply_err(req, ret);
 		return;
 	}
 	if (!may_open(ino, fuse_req_ctx(req), fi->flags)) {
@@ -360,8 +379,13 @@ void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 			open_writer(ino, fi, h);
 	} else if (h->fd >= 0) {
 		open_reader(ino, fi, h);
+	} else if (ino->stage && ino->writers == 0 && kvt_stage_error(ino->stage)) {
+		/* Its publication failed on a write that did not land: the
+		 * bytes have a hole. */
+		ret = -EIO;
 	} else if (ino->stage && ino->writers == 0) {
-		/* A finished but unpublished file (a closed temp file). */
+		/* A finished but unpublished file: a closed temp file, or one
+		 * whose publication failed, bytes whole. */
 		h->rstage = kvt_stage_ref(ino->stage);
 		fi->direct_io = 1;
 	} else {
@@ -408,6 +432,9 @@ static ssize_t read_object(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *
 
 	if (__atomic_load_n(&ino->purges, __ATOMIC_ACQUIRE) != h->purges)
 		return -EIO;
+	got = kvt_object_fault(KVT_FAULT_SERVE, &h->rec);
+	if (got < 0)
+		return got;
 	/* A read of several requests must fail at its first one: the kernel
 	 * returns what the earlier ones got when a later one fails. */
 	if (want && fstat(h->fd, &st) == 0 && (uint64_t)st.st_size < h->rec.size) {
@@ -454,6 +481,13 @@ void kvt_op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 	ssize_t got;
 
 	if (!h->writer && !h->rstage) {
+		/* see open_reader */
+		if (h->cached && !__atomic_load_n(&ino->cache_settled, __ATOMIC_ACQUIRE)) {
+			kvt_inode_lock(ino);
+			if (!strcmp(ino->cache_ref, h->rec.ref))
+				__atomic_store_n(&ino->cache_settled, true, __ATOMIC_RELEASE);
+			kvt_inode_unlock(ino);
+		}
 		got = read_object(req, fs, ino, h, size, off, &note);
 		if (got < 0) {
 			kvt_notify(fs, &note, true);
@@ -473,6 +507,8 @@ void kvt_op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 		}
 		got = kvt_stage_read(st, buf, size, off);
 		kvt_version_put(st);
+	} else if (kvt_stage_error(h->rstage)) {
+		got = -EIO; /* a writer opened it again, and lost a write */
 	} else {
 		got = kvt_stage_read(h->rstage, buf, size, off);
 	}
@@ -484,12 +520,28 @@ void kvt_op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 	}
 }
 
+/* A write by someone without the power to keep them clears the set-user-ID
+ * bit, and the set-group-ID bit of a group-executable file, as the kernel
+ * does for its own file systems (the kernel leaves it to us on the direct
+ * I/O path writers use here). */
+static void kill_suid(struct kvt_inode *ino, const struct fuse_ctx *ctx)
+{
+	kvt_inode_lock(ino);
+	if (ctx->uid != 0 && (ino->meta.st_mode & S_ISUID ||
+			      (ino->meta.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)))
+		ino->meta.st_mode &= ~(S_ISUID | (ino->meta.st_mode & S_IXGRP ? S_ISGID : 0));
+	kvt_inode_unlock(ino);
+}
+
 void kvt_op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size, off_t off,
 		  struct fuse_file_info *fi)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_stage *st;
-	int ret = kvt_version_for_write(fs, kvt_inode_of(fs, n), &handle_of(fi)->wstage, &st);
+	int ret;
+
+	kill_suid(kvt_inode_of(fs, n), fuse_req_ctx(req));
+	ret = kvt_version_for_write(fs, kvt_inode_of(fs, n), &handle_of(fi)->wstage, &st);
 
 	if (ret == 0) {
 		ret = kvt_stage_write(st, buf, size, off);
@@ -547,6 +599,21 @@ void kvt_op_fsync(fuse_req_t req, fuse_ino_t n, int datasync, struct fuse_file_i
 
 	if (ret == 0)
 		ret = sync_published(fs, ino);
+	fuse_reply_err(req, -ret);
+}
+
+/* fsync(2) of a directory: the names published in it durable, with
+ * their bytes (publish.c), as a client that renamed temp files into it
+ * and then synced it expects.  Without this the kernel takes ENOSYS for
+ * success, and the sync would silently do nothing. */
+void kvt_op_fsyncdir(fuse_req_t req, fuse_ino_t n, int datasync, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	g_autoptr(kvt_dir) d = NULL;
+	int ret = kvt_inode_dir(fs, kvt_inode_of(fs, n), &d);
+
+	if (ret == 0)
+		ret = kvt_store_sync_dir(fs->store, d);
 	fuse_reply_err(req, -ret);
 }
 

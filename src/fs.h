@@ -4,7 +4,7 @@
  *   resolve.c    lookup, getattr, statfs: names resolved, sizes checked
  *   attr.c       setattr
  *   forget.c     the kernel's lookup counts, forget, the bound on them
- *   file.c       open, read, write, flush, fsync, release, create, mknod
+ *   file.c       open, read, write, flush, fsync(dir), release, create, mknod
  *   version.c    versions of a file being written, and their publication
  *   namespace.c  mkdir, rmdir, unlink, rename
  *   listing.c    opendir, readdir(plus), releasedir
@@ -45,6 +45,7 @@ struct kvt_fs {
 	double entry_timeout, attr_timeout;
 	double negative_timeout;     /* kernel caching of "no such name" */
 	bool verify_always;          /* hash on every open, not once per mount */
+	bool sync;                   /* -o sync: publications durable (publish.c) */
 
 	/* The files the kernel knows, oldest first.  The kernel keeps what it
 	 * looked up until memory runs short, and each costs an inode here;

@@ -10,12 +10,20 @@
 
 static uint64_t next_serial = 1;
 
+/* st_ino: the lower inode number of what the inode was made from (its
+ * record, its directory), so that a listing, which reads the lower
+ * directory, says the number stat will say, without an inode for every
+ * name.  A file made here has no lower inode yet: its serial, above any
+ * number a lower file system gives. */
+#define LOCAL_INO_BASE (G_GUINT64_CONSTANT(1) << 62)
+
 static struct kvt_inode *inode_alloc(struct kvt_fs *fs, struct kvt_inode *parent,
 				     const char *name)
 {
 	struct kvt_inode *ino = g_new0(struct kvt_inode, 1);
 
 	ino->serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
+	ino->st_ino = LOCAL_INO_BASE | ino->serial;
 	ino->name = g_strdup(name);
 	ino->parent = parent;
 	g_mutex_init(&ino->lock);
@@ -36,6 +44,7 @@ struct kvt_inode *kvt_inode_new_dir(struct kvt_fs *fs, struct kvt_inode *parent,
 	ino->is_dir = true;
 	ino->dev = st->st_dev;
 	ino->lower_ino = st->st_ino;
+	ino->st_ino = st->st_ino;
 	ino->children = g_hash_table_new(g_str_hash, g_str_equal);
 	return ino;
 }

@@ -19,7 +19,9 @@ struct kvt_inode {
 	gint refs;            /* kernel lookups (one), pending stage (one),
 			       * children (one each); 0 frees */
 	uint64_t nlookup;     /* under the parent's lock */
-	uint64_t serial;      /* st_ino, and the key of its lower directory */
+	uint64_t serial;      /* unique in this mount: the key of its lower
+			       * directory in fs->dirs */
+	uint64_t st_ino;      /* what stat and readdir say (see inode.c) */
 	bool is_dir;
 	bool unlinked;
 	struct kvt_inode *parent;
@@ -49,6 +51,8 @@ struct kvt_inode {
 	guint purges;         /* atomic: bumped when a version is purged, so
 			       * that handles opened before get EIO */
 	char cache_ref[KVT_REF_MAX]; /* object whose bytes the page cache holds */
+	bool cache_settled;   /* atomic: a reader of cache_ref has read, so
+			       * the kernel dropped the older version's pages */
 };
 
 static inline struct kvt_inode *kvt_inode_of(struct kvt_fs *fs, fuse_ino_t n)

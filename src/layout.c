@@ -4,9 +4,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "fault.h"
 
 static const char *const areas[] = { "objects", "names", "staging" };
 /* Made with a new store; opened where it exists (layout.h). */
@@ -28,6 +31,23 @@ static bool fail(GError **err, int errnum, const char *lowerdir, const char *fmt
 	return false;
 }
 
+const char *kvt_layout_what_is(struct kvt_dir *d, const char *name)
+{
+	struct stat st;
+
+	if (kvt_dir_stat(d, name, &st) < 0)
+		return "unreadable";
+	switch (st.st_mode & S_IFMT) {
+	case S_IFDIR: return "a directory";
+	case S_IFLNK: return "a symbolic link";
+	case S_IFIFO: return "a FIFO";
+	case S_IFSOCK: return "a socket";
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	default: return "a regular file";
+	}
+}
+
 static bool is_empty(struct kvt_dir *root)
 {
 	int ret;
@@ -45,48 +65,71 @@ static bool is_empty(struct kvt_dir *root)
 	return true;
 }
 
+int kvt_marker_parse(const char *buf, size_t len, int *version)
+{
+	const size_t mlen = strlen(KVT_MARKER " ");
+	size_t i = mlen, digits = 0;
+	long long v = 0;
+
+	if (len < mlen || memcmp(buf, KVT_MARKER " ", mlen))
+		return -EBADMSG;
+	/* Digits as "%d" writes them, few enough for an int: no sign, no
+	 * space, no leading zero. */
+	for (; i < len && buf[i] >= '0' && buf[i] <= '9'; i++, digits++) {
+		if (digits == 1 && buf[mlen] == '0')
+			return -EBADMSG;
+		v = v * 10 + (buf[i] - '0');
+		if (v > INT_MAX)
+			return -EBADMSG;
+	}
+	if (digits == 0)
+		return -EBADMSG;
+	/* Then the end, after at most one newline. */
+	if (i < len && buf[i] == '\n')
+		i++;
+	if (i != len)
+		return -EBADMSG;
+	*version = (int)v;
+	return 0;
+}
+
 /* The marker's format version; -errno, -EBADMSG when it is not a marker. */
 static int read_marker(struct kvt_dir *root, int *version)
 {
+	/* Longer than any marker: a longer file is not one. */
 	char buf[64];
 	kvt_autofd fd = kvt_dir_open_file(root, KVT_MARKER, O_RDONLY, 0, NULL);
 	ssize_t n;
 
 	if (fd < 0)
 		return fd;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, sizeof(buf));
 	if (n < 0)
 		return -errno;
-	buf[n] = '\0';
-	if (sscanf(buf, KVT_MARKER " %d", version) != 1)
-		return -EBADMSG;
-	return 0;
+	return kvt_marker_parse(buf, n, version);
 }
 
-/* The areas, then the marker by rename: a store is either marked and
- * complete, or an empty-looking directory that the next mount completes.
- * Everything is made durable before the marker says "store", and the
- * marker before a mount reports ready: a power cut must not leave a
- * marker without its bytes. */
-static int create_store(struct kvt_dir *root)
+int kvt_layout_write_marker(struct kvt_dir *root)
 {
 	char buf[64];
 	int len, ret;
 	kvt_autofd fd = -1;
 
-	for (size_t i = 0; i < G_N_ELEMENTS(new_areas); i++) {
-		ret = kvt_dir_mkdir(root, new_areas[i], 0755);
-		if (ret < 0 && ret != -EEXIST)
-			return ret;
-	}
 	kvt_dir_unlink(root, KVT_MARKER ".new");
 	fd = kvt_dir_open_file(root, KVT_MARKER ".new", O_WRONLY | O_CREAT | O_EXCL, 0644,
 			       NULL);
 	if (fd < 0)
 		return fd;
 	len = snprintf(buf, sizeof(buf), KVT_MARKER " %d\n", KVT_FORMAT_VERSION);
-	if (write(fd, buf, len) != len || fsync(fd)) {
+	ret = kvt_fault(KVT_FAULT_WRITE, KVT_MARKER ".new");
+	errno = 0;
+	if (ret == 0 && write(fd, buf, len) != len)
 		ret = errno ? -errno : -EIO;
+	if (ret == 0)
+		ret = kvt_fault(KVT_FAULT_SYNC, KVT_MARKER ".new");
+	if (ret == 0 && fsync(fd))
+		ret = -errno;
+	if (ret < 0) {
 		kvt_dir_unlink(root, KVT_MARKER ".new");
 		return ret;
 	}
@@ -98,10 +141,48 @@ static int create_store(struct kvt_dir *root)
 	return ret;
 }
 
+/* The areas, then the marker by rename: a store is either marked and
+ * complete, or an empty-looking directory that the next mount completes.
+ * Everything is made durable before the marker says "store", and the
+ * marker before a mount reports ready: a power cut must not leave a
+ * marker without its bytes. */
+static int create_store(struct kvt_dir *root)
+{
+	int ret;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(new_areas); i++) {
+		ret = kvt_dir_mkdir(root, new_areas[i], 0755);
+		if (ret < 0 && ret != -EEXIST)
+			return ret;
+	}
+	return kvt_layout_write_marker(root);
+}
+
+/* The three areas, and moves/ where it exists, opened into @out. */
+static int open_areas(struct kvt_layout *out, const char **which)
+{
+	struct kvt_dir **dirs[] = { &out->objects, &out->names, &out->staging };
+	int ret;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(areas); i++) {
+		ret = kvt_dir_open(out->root, areas[i], dirs[i]);
+		if (ret < 0) {
+			*which = areas[i];
+			return ret;
+		}
+	}
+	ret = kvt_dir_open(out->root, KVT_MOVES, &out->moves);
+	if (ret < 0 && ret != -ENOENT) {
+		*which = KVT_MOVES;
+		return ret;
+	}
+	return 0;
+}
+
 bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 		     struct kvt_layout *out, GError **err)
 {
-	struct kvt_dir **dirs[] = { &out->objects, &out->names, &out->staging };
+	const char *which;
 	int version = 0, ret;
 
 	memset(out, 0, sizeof(*out));
@@ -127,7 +208,14 @@ bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 		goto out;
 	}
 	if (ret == -EBADMSG) {
-		fail(err, EBADMSG, lowerdir, "%s is not a kvtierfs store marker", KVT_MARKER);
+		const char *what = kvt_layout_what_is(out->root, KVT_MARKER);
+
+		if (strcmp(what, "a regular file"))
+			fail(err, EBADMSG, lowerdir, "%s is %s, not a kvtierfs store marker",
+			     KVT_MARKER, what);
+		else
+			fail(err, EBADMSG, lowerdir, "%s is not a kvtierfs store marker",
+			     KVT_MARKER);
 		goto out;
 	}
 	if (ret < 0) {
@@ -140,23 +228,51 @@ bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 		     version, KVT_FORMAT_VERSION);
 		goto out;
 	}
-	for (size_t i = 0; i < G_N_ELEMENTS(areas); i++) {
-		ret = kvt_dir_open(out->root, areas[i], dirs[i]);
-		if (ret < 0) {
-			fail(err, -ret, lowerdir, "damaged store: %s/: %s", areas[i],
-			     g_strerror(-ret));
-			goto out;
-		}
+	ret = open_areas(out, &which);
+	if (ret == -ENOTDIR || ret == -ELOOP) {
+		fail(err, -ret, lowerdir, "damaged store: %s is %s, not a directory", which,
+		     kvt_layout_what_is(out->root, which));
+		goto out;
 	}
-	ret = kvt_dir_open(out->root, KVT_MOVES, &out->moves);
-	if (ret < 0 && ret != -ENOENT) {
-		fail(err, -ret, lowerdir, "damaged store: %s/: %s", KVT_MOVES, g_strerror(-ret));
+	if (ret < 0) {
+		fail(err, -ret, lowerdir, "damaged store: %s/: %s", which, g_strerror(-ret));
 		goto out;
 	}
 	return true;
 out:
 	kvt_layout_close(out);
 	return false;
+}
+
+bool kvt_layout_open_unmarked(const char *lowerdir, struct kvt_layout *out, int *marker,
+			      GError **err)
+{
+	const char *which;
+	int ret;
+
+	*marker = 0;
+	memset(out, 0, sizeof(*out));
+	ret = kvt_dir_open_root(lowerdir, &out->root);
+	if (ret < 0)
+		return fail(err, -ret, lowerdir, "%s", g_strerror(-ret));
+	ret = read_marker(out->root, &(int){ 0 });
+	if (ret != -ENOENT && ret != -EBADMSG) {
+		/* Marked (maybe another format), or unreadable: as a mount. */
+		kvt_layout_close(out);
+		return kvt_layout_open(lowerdir, KVT_LAYOUT_EXISTING, out, err);
+	}
+	if (open_areas(out, &which) < 0) {
+		if (ret == -ENOENT)
+			fail(err, ENOENT, lowerdir, " is not a kvtierfs store (no %s)",
+			     KVT_MARKER);
+		else
+			fail(err, EBADMSG, lowerdir, "%s is not a kvtierfs store marker",
+			     KVT_MARKER);
+		kvt_layout_close(out);
+		return false;
+	}
+	*marker = ret;
+	return true;
 }
 
 void kvt_layout_close(struct kvt_layout *l)

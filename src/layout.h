@@ -53,6 +53,22 @@ enum kvt_layout_open {
 bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 		     struct kvt_layout *out, GError **err);
 void kvt_layout_close(struct kvt_layout *l);
+/* For the checker: as KVT_LAYOUT_EXISTING, but a store whose marker is
+ * missing (*@marker -ENOENT) or not a marker (empty after a power cut,
+ * garbage: -EBADMSG) opens too when its three areas are directories;
+ * whether it is a store is then the caller's to judge.  A marker of
+ * another format is refused as by a mount. */
+bool kvt_layout_open_unmarked(const char *lowerdir, struct kvt_layout *out, int *marker,
+			      GError **err);
+/* Writes the marker of this format durably (a new file, fsync, rename,
+ * fsync of LOWERDIR). */
+int kvt_layout_write_marker(struct kvt_dir *root);
+
+/* The format version that a marker's @len bytes state: exactly
+ * "kvtierfs-store <version>" as create_store() writes it (%d of a
+ * version >= 0), with its newline or without; -EBADMSG for anything
+ * else.  Pure, so that tests/fuzz/ runs the daemon's own code. */
+int kvt_marker_parse(const char *buf, size_t len, int *version);
 
 /* Whether a live mount holds staging/@name's lock: 1 yes, 0 no, -errno.
  * Asks without taking (F_OFD_GETLK), so it works on a read-only store. */
@@ -65,3 +81,6 @@ int kvt_staging_remove(struct kvt_layout *l, const char *name);
 /* Takes the lock of a staging directory: -EAGAIN if a live mount holds
  * it.  The fd holds the lock; close it to let go. */
 int kvt_staging_lock(struct kvt_dir *stage, bool create);
+/* "a FIFO", "a symbolic link"...: what is at @d/@name instead of what the
+ * layout wants there. */
+const char *kvt_layout_what_is(struct kvt_dir *d, const char *name);

@@ -12,6 +12,7 @@
 struct dir_entry {
 	char *name;
 	unsigned char type;
+	uint64_t ino;          /* what stat says of it (inode.c) */
 };
 
 struct dir_handle {
@@ -19,11 +20,30 @@ struct dir_handle {
 	GArray *entries;       /* struct dir_entry */
 };
 
-static void dir_add(GArray *a, const char *name, unsigned char type)
+static void dir_add(GArray *a, const char *name, unsigned char type, uint64_t ino)
 {
-	struct dir_entry d = { g_strdup(name), type };
+	struct dir_entry d = { g_strdup(name), type, ino };
 
 	g_array_append_val(a, d);
+}
+
+/* The type a listing says of a name: a record may be a file, a link or a
+ * special file, which only reading it tells; unknown (DT_UNKNOWN, which
+ * makes a reader that cares ask) until an inode was made from it.
+ * Caller holds the directory's lock. */
+static unsigned char entry_type(struct kvt_inode *c, unsigned char lower)
+{
+	unsigned char type = DT_REG;
+
+	if (!c)
+		return lower == DT_REG ? DT_UNKNOWN : lower;
+	if (c->is_dir)
+		return DT_DIR;
+	kvt_inode_lock(c);
+	if (c->has_record)
+		type = IFTODT(kvt_kind_type(c->rec.kind));
+	kvt_inode_unlock(c);
+	return type;
 }
 
 static void clear_dir_entry(gpointer p)
@@ -48,6 +68,7 @@ void kvt_op_opendir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	g_autoptr(kvt_dir) d = NULL;
 	struct dir_handle *dh;
 	GHashTableIter it;
+	uint64_t up;
 	gpointer k, v;
 	int ret;
 
@@ -63,23 +84,29 @@ void kvt_op_opendir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	dh = g_new0(struct dir_handle, 1);
 	dh->entries = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
 	g_array_set_clear_func(dh->entries, clear_dir_entry);
-	dir_add(dh->entries, ".", DT_DIR);
-	dir_add(dh->entries, "..", DT_DIR);
+	kvt_tree_lock(fs);
+	up = dir->parent ? dir->parent->st_ino : dir->st_ino;
+	kvt_tree_unlock(fs);
+	dir_add(dh->entries, ".", DT_DIR, dir->st_ino);
+	dir_add(dh->entries, "..", DT_DIR, up);
 	kvt_inode_lock(dir);
 	lower = kvt_dir_list(d, false, &ret);
 	for (guint i = 0; lower && i < lower->len; i++) {
 		const struct kvt_dirent *e = lower->pdata[i];
+		struct kvt_inode *c = g_hash_table_lookup(dir->children, e->name);
 
 		if (e->type != DT_DIR && e->type != DT_REG && e->type != DT_UNKNOWN)
 			continue;
-		dir_add(dh->entries, e->name, e->type);
+		/* The inode number stat will give: the known inode's, else
+		 * the lower one, which an inode made from it takes. */
+		dir_add(dh->entries, e->name, entry_type(c, e->type), c ? c->st_ino : e->ino);
 		g_hash_table_add(seen, (gpointer)e->name);
 	}
 	/* Files being written here exist only in memory so far. */
 	g_hash_table_iter_init(&it, dir->children);
 	while (lower && g_hash_table_iter_next(&it, &k, &v))
 		if (!g_hash_table_contains(seen, k) && kvt_inode_is_local(v))
-			dir_add(dh->entries, k, DT_REG);
+			dir_add(dh->entries, k, DT_REG, ((struct kvt_inode *)v)->st_ino);
 	kvt_inode_unlock(dir);
 	if (!lower) {
 		dir_handle_free(fs, &dh->live);
@@ -115,6 +142,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 
 			if (dot) {
 				e.attr.st_mode = de->type << 12;
+				e.attr.st_ino = de->ino;
 			} else if (kvt_do_lookup(fs, dir, d, de->name, &e, &note) < 0) {
 				/* Vanished since opendir, or torn; the kernel
 				 * learns of a purge once this reply is out. */
@@ -130,7 +158,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 				break;
 			}
 		} else {
-			struct stat st = { .st_mode = de->type << 12 };
+			/* glibc hides an entry whose inode number is 0. */
+			struct stat st = { .st_mode = de->type << 12, .st_ino = de->ino };
 
 			len = fuse_add_direntry(req, buf + used, size - used, de->name,
 						&st, i + 1);

@@ -1,5 +1,6 @@
 /* The door to LOWERDIR (rules in lower.h). */
 #include "lower.h"
+#include "fault.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -48,6 +49,14 @@ bool kvt_name_ok(const char *name)
 	do {                                  \
 		if (!kvt_name_ok(name))       \
 			return -EINVAL;       \
+	} while (0)
+
+/* An injected lower error (fault.h) fails the call before it is made. */
+#define FAULT(op, name, name2)                                \
+	do {                                                  \
+		int fault_ = kvt_fault2(op, name, name2);     \
+		if (fault_)                                   \
+			return fault_;                        \
 	} while (0)
 
 int kvt_dir_open_root(const char *path, struct kvt_dir **out)
@@ -109,6 +118,7 @@ int kvt_dir_open(struct kvt_dir *at, const char *relpath, struct kvt_dir **out)
 
 	if (!relpath[0] || relpath[0] == '/')
 		return -EINVAL;
+	FAULT(KVT_FAULT_OPENDIR, relpath, NULL);
 	if (!kvt_name_ok(relpath)) {
 		fd = open_beneath(at->fd, relpath, O_RDONLY | O_DIRECTORY);
 		if (fd < 0)
@@ -124,6 +134,7 @@ int kvt_dir_open(struct kvt_dir *at, const char *relpath, struct kvt_dir **out)
 
 int kvt_dir_stat(struct kvt_dir *d, const char *name, struct stat *st)
 {
+	FAULT(KVT_FAULT_STAT, name, NULL);
 	if (!name)
 		return fstat(d->fd, st) ? -errno : 0;
 	CHECK_NAME(name);
@@ -137,6 +148,7 @@ int kvt_dir_open_file(struct kvt_dir *d, const char *name, int flags, mode_t mod
 	int fd;
 
 	CHECK_NAME(name);
+	FAULT(flags & O_CREAT ? KVT_FAULT_CREATE : KVT_FAULT_OPEN, name, NULL);
 	/* O_NONBLOCK: a FIFO planted where a file should be must not hang
 	 * the open; it is refused below.  On a regular file it changes
 	 * nothing. */
@@ -161,18 +173,21 @@ int kvt_dir_open_file(struct kvt_dir *d, const char *name, int flags, mode_t mod
 int kvt_dir_mkdir(struct kvt_dir *d, const char *name, mode_t mode)
 {
 	CHECK_NAME(name);
+	FAULT(KVT_FAULT_MKDIR, name, NULL);
 	return mkdirat(d->fd, name, mode) ? -errno : 0;
 }
 
 int kvt_dir_rmdir(struct kvt_dir *d, const char *name)
 {
 	CHECK_NAME(name);
+	FAULT(KVT_FAULT_RMDIR, name, NULL);
 	return unlinkat(d->fd, name, AT_REMOVEDIR) ? -errno : 0;
 }
 
 int kvt_dir_unlink(struct kvt_dir *d, const char *name)
 {
 	CHECK_NAME(name);
+	FAULT(KVT_FAULT_UNLINK, name, NULL);
 	return unlinkat(d->fd, name, 0) ? -errno : 0;
 }
 
@@ -181,6 +196,7 @@ int kvt_dir_link(struct kvt_dir *from, const char *fname, struct kvt_dir *to,
 {
 	CHECK_NAME(fname);
 	CHECK_NAME(tname);
+	FAULT(KVT_FAULT_LINK, fname, tname);
 	return linkat(from->fd, fname, to->fd, tname, 0) ? -errno : 0;
 }
 
@@ -189,6 +205,7 @@ int kvt_dir_rename(struct kvt_dir *from, const char *fname, struct kvt_dir *to,
 {
 	CHECK_NAME(fname);
 	CHECK_NAME(tname);
+	FAULT(KVT_FAULT_RENAME, fname, tname);
 	return renameat2(from->fd, fname, to->fd, tname, flags) ? -errno : 0;
 }
 
@@ -198,6 +215,7 @@ int kvt_dir_setattr(struct kvt_dir *d, const char *name, unsigned int which,
 	kvt_autofd fd = -1;
 	int target = d->fd;
 
+	FAULT(KVT_FAULT_SETATTR, name, NULL);
 	/* Through an fd of the file itself: fchmodat(2) would follow a
 	 * symbolic link. */
 	if (name) {
@@ -219,6 +237,7 @@ int kvt_dir_setattr(struct kvt_dir *d, const char *name, unsigned int which,
 
 int kvt_dir_sync(struct kvt_dir *d)
 {
+	FAULT(KVT_FAULT_SYNC, NULL, NULL);
 	return fsync(d->fd) ? -errno : 0;
 }
 
@@ -235,6 +254,9 @@ int kvt_dir_sync_up(struct kvt_dir *d, struct kvt_dir *top)
 	for (int depth = 0; depth < 4096; depth++) {
 		int up;
 
+		ret = kvt_fault(KVT_FAULT_SYNC, NULL);
+		if (ret < 0)
+			break;
 		if (fsync(fd) || fstat(fd, &st)) {
 			ret = -errno;
 			break;
@@ -301,6 +323,16 @@ static int entry_cmp(gconstpointer a, gconstpointer b)
 	return strcmp(x->name, y->name);
 }
 
+/* A listing fails when a rule matches one of its entries (fault.h). */
+static int list_fault(GPtrArray *ents)
+{
+	g_autofree const char **names = g_new(const char *, ents->len + 1);
+
+	for (guint i = 0; i < ents->len; i++)
+		names[i] = ((struct kvt_dirent *)ents->pdata[i])->name;
+	return kvt_fault_check_names(KVT_FAULT_LIST, names, ents->len);
+}
+
 GPtrArray *kvt_dir_list(struct kvt_dir *d, bool sorted, int *err)
 {
 	int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -327,12 +359,15 @@ GPtrArray *kvt_dir_list(struct kvt_dir *d, bool sorted, int *err)
 			continue;
 		len = strlen(de->d_name);
 		e = g_malloc(sizeof(*e) + len + 1);
+		e->ino = de->d_ino;
 		e->type = de->d_type;
 		memcpy(e->name, de->d_name, len + 1);
 		g_ptr_array_add(out, e);
 	}
 	*err = -errno;
 	closedir(dir);
+	if (!*err && kvt_faults_on)
+		*err = list_fault(out);
 	if (*err) {
 		g_ptr_array_unref(out);
 		return NULL;

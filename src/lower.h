@@ -91,9 +91,10 @@ int kvt_dir_setxattr(struct kvt_dir *d, const char *name, const void *value,
 ssize_t kvt_dir_listxattr(struct kvt_dir *d, char *buf, size_t size);
 int kvt_dir_removexattr(struct kvt_dir *d, const char *name);
 
-/* One entry of a listing: DT_* type (DT_UNKNOWN where the file system
- * does not say) and name. */
+/* One entry of a listing: inode number, DT_* type (DT_UNKNOWN where the
+ * file system does not say) and name. */
 struct kvt_dirent {
+	ino_t ino;
 	unsigned char type;
 	char name[];
 };

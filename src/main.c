@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "fs.h"
 #include "inode.h"
 #include "log.h"
@@ -119,6 +121,27 @@ static char *check_lowerdir(const char *arg, const char *mnt)
 	return real;
 }
 
+static void *wait_for_cancel(void *arg)
+{
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* glibc loads libgcc_s the first time a thread is cancelled, and libfuse
+ * cancels its workers at unmount: a daemon out of file descriptors by
+ * then could not load it and aborted, leaving its staging behind.  One
+ * thread cancelled now loads it for good. */
+static void load_unwinder(void)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, wait_for_cancel, NULL) == 0) {
+		pthread_cancel(t);
+		pthread_join(t, NULL);
+	}
+}
+
 static void raise_nofile(void)
 {
 	struct rlimit rl;
@@ -127,6 +150,16 @@ static void raise_nofile(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+/* How often each KVT_FAULTS rule fired, for the test that set them. */
+static void log_faults(void)
+{
+	g_autofree char *summary = kvt_faults_summary();
+	g_auto(GStrv) lines = summary ? g_strsplit(summary, "\n", -1) : NULL;
+
+	for (char **l = lines; l && *l; l++)
+		g_message("fault injection: %s", *l);
 }
 
 /* The mount's state from its options and its open store. */
@@ -143,6 +176,7 @@ static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_s
 	fs->negative_timeout = o->negative_timeout;
 	fs->attr_timeout = o->attr_timeout;
 	fs->verify_always = o->verify_always;
+	fs->sync = o->sync;
 	fs->max_inodes = o->max_inodes;
 	fs->verifier = kvt_verifier_new(o->verify_cache);
 	kvt_store_set_stats(store, &fs->stats);
@@ -241,6 +275,13 @@ int main(int argc, char **argv)
 	if (fuse_opt_insert_arg(&o.fuse_args, 1, "-omax_read=" G_STRINGIFY(KVT_MAX_READ)))
 		goto out;
 	kvt_log_init(o.debug);
+	if (!kvt_faults_init(g_getenv("KVT_FAULTS"), &err)) {
+		say("KVT_FAULTS: %s", err->message);
+		goto out;
+	}
+	if (kvt_faults_on)
+		g_warning("KVT_FAULTS=%s: lower errors will be injected (a test setting)",
+			  g_getenv("KVT_FAULTS"));
 
 	mnt = check_mountpoint(o.mountpoint);
 	lower = mnt ? check_lowerdir(o.lowerdir, mnt) : NULL;
@@ -259,12 +300,18 @@ int main(int argc, char **argv)
 			  kvt_store_stale_removed(store));
 	fs_init(&fs, &o, store);
 	kvt_uring_enable(!o.no_uring);
+	/* Modes come from clients with their umask applied by the kernel:
+	 * the daemon's own must not take more away. */
+	umask(0);
 	raise_nofile();
+	load_unwinder();
 	ret = serve(&fs, &o, mnt);
 	/* The session's destroy frees what the kernel left, then the rest. */
 	fuse_session_destroy(g_steal_pointer(&fs.se));
 	fs_fini(&fs);
+	log_faults();
 out:
+	kvt_faults_fini();
 	if (fs.se)
 		fuse_session_destroy(fs.se);
 	kvt_options_free(&o);

@@ -7,17 +7,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "io.h"
 #include "object.h"
 #include "store-int.h"
 
-static int read_record_fd(int fd, const struct stat *st, struct kvt_record *rec)
+static int read_record_fd(int fd, const char *name, const struct stat *st,
+			  struct kvt_record *rec)
 {
 	g_autofree char *buf = NULL;
 	ssize_t n;
 
 	if (st->st_size > KVT_RECORD_MAX)
 		return -EBADMSG;
+	n = kvt_fault(KVT_FAULT_READ, name);
+	if (n < 0)
+		return n;
 	buf = g_malloc(st->st_size + 1);
 	n = kvt_pread_full(fd, buf, st->st_size, 0);
 	if (n < 0)
@@ -34,7 +39,7 @@ int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
 	kvt_record_init(rec);
 	if (fd < 0)
 		return fd;
-	return read_record_fd(fd, st ? st : &own, rec);
+	return read_record_fd(fd, name, st ? st : &own, rec);
 }
 
 int kvt_name_peek(struct kvt_dir *d, const char *name, struct kvt_record *rec)
@@ -45,12 +50,13 @@ int kvt_name_peek(struct kvt_dir *d, const char *name, struct kvt_record *rec)
 	kvt_record_init(rec);
 	if (fd < 0)
 		return fd;
-	return read_record_fd(fd, &st, rec);
+	return read_record_fd(fd, name, &st, rec);
 }
 
-/* Writes @rec to a new file in staging; its name in *@name_out. */
+/* Writes @rec to a new file in staging, with @sync durably; its name in
+ * *@name_out. */
 static int write_stage_record(struct kvt_store *s, const struct kvt_record *rec,
-			      const struct kvt_meta *meta, char **name_out)
+			      const struct kvt_meta *meta, bool sync, char **name_out)
 {
 	g_autoptr(GString) body = kvt_record_encode(rec);
 	struct timespec ts[2] = { meta->atime, meta->mtime };
@@ -68,12 +74,30 @@ static int write_stage_record(struct kvt_store *s, const struct kvt_record *rec,
 	}
 	if (fd < 0)
 		return fd;
-	if (write(fd, body->str, body->len) != (ssize_t)body->len)
+	ret = kvt_fault(KVT_FAULT_WRITE, name);
+	if (ret == 0 && write(fd, body->str, body->len) != (ssize_t)body->len)
 		ret = errno ? -errno : -ENOSPC;
-	else if (fchmod(fd, meta->mode & 07777) || fchown(fd, meta->uid, meta->gid))
+	if (ret == 0)
+		ret = kvt_fault(KVT_FAULT_SETATTR, name);
+	if (ret == 0 && (fchmod(fd, meta->mode & 07777) || fchown(fd, meta->uid, meta->gid)))
 		ret = -errno;
-	else if (meta->set_times && futimens(fd, ts))
+	if (ret == 0 && meta->set_times && futimens(fd, ts))
 		ret = -errno;
+	if (ret == 0 && sync && sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE |
+					 SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER))
+		/* Written, and allocated in the journal's running transaction,
+		 * before the rename that follows: a journaling file system
+		 * commits them first.  No commit is waited for here, under
+		 * the caller's locks; kvt_store_sync_published makes it
+		 * durable. */
+		ret = -errno;
+	else if (ret == 0 && !sync)
+		/* Not durable, but on its way: written back now, the record's
+		 * bytes reach the disk before its rename does on a journaling
+		 * file system in ordered mode (ext4's default), and a power cut
+		 * leaves the name with its record, not with an empty file (a
+		 * block lost whose object is intact).  Best effort. */
+		sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	if (ret < 0) {
 		kvt_dir_unlink(s->stage, name);
 		return ret;
@@ -92,14 +116,14 @@ static void take_staged(struct kvt_store *s, const char *tmp, struct kvt_record 
 
 int kvt_name_install(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		     const struct kvt_record *rec, const struct kvt_meta *meta,
-		     struct kvt_record *old)
+		     bool sync, struct kvt_record *old)
 {
 	g_autofree char *tmp = NULL;
 	struct stat st;
 	int ret;
 
 	kvt_record_init(old);
-	ret = write_stage_record(s, rec, meta, &tmp);
+	ret = write_stage_record(s, rec, meta, sync, &tmp);
 	if (ret < 0)
 		return ret;
 	for (int attempt = 0; attempt < 16; attempt++) {
@@ -141,6 +165,25 @@ plain_rename:
 		kvt_record_clear(old);
 		kvt_dir_unlink(s->stage, tmp);
 	}
+	return ret;
+}
+
+int kvt_name_create(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		    const struct kvt_record *rec, const struct kvt_meta *meta)
+{
+	g_autofree char *tmp = NULL;
+	struct stat st;
+	int ret = write_stage_record(s, rec, meta, false, &tmp);
+
+	if (ret < 0)
+		return ret;
+	ret = kvt_dir_rename(s->stage, tmp, d, name, RENAME_NOREPLACE);
+	if (ret == -EINVAL) {
+		/* No renameat2 flags here (NFS): a link refuses an existing
+		 * name as atomically. */
+		ret = kvt_dir_stat(d, name, &st) == 0 ? -EEXIST : kvt_dir_link(s->stage, tmp, d, name);
+	}
+	kvt_dir_unlink(s->stage, tmp);
 	return ret;
 }
 

@@ -35,10 +35,17 @@ int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
 int kvt_name_peek(struct kvt_dir *d, const char *name, struct kvt_record *rec);
 
 /* Atomically puts @rec at @d/@name.  A record it replaced is returned in
- * @old (old->ref[0] != 0), whose object the caller releases or keeps. */
+ * @old (old->ref[0] != 0), whose object the caller releases or keeps.
+ * With @sync the record's bytes are written out (not committed) before it
+ * takes the name, so that on a journaling file system a power cut leaves
+ * the name with the old record or the new one, never an empty one. */
 int kvt_name_install(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		     const struct kvt_record *rec, const struct kvt_meta *meta,
-		     struct kvt_record *old);
+		     bool sync, struct kvt_record *old);
+/* Atomically puts @rec at @d/@name if nothing is there: -EEXIST if
+ * something is (symlink(2), mknod(2)). */
+int kvt_name_create(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		    const struct kvt_record *rec, const struct kvt_meta *meta);
 /* Atomically removes the record @d/@name, returned in @old (ref[0] == 0
  * when it did not parse) for the caller to release. */
 int kvt_name_take(struct kvt_store *s, struct kvt_dir *d, const char *name,

@@ -1,6 +1,7 @@
 /* The namespace: mkdir, rmdir, unlink, rename.  Each change is made on
  * the lower directory first (name.h), then in the inode tree. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,27 @@
 #include "ops.h"
 #include "resolve.h"
 #include "version.h"
+
+/* A lower directory owned by its maker (the kernel applied the caller's
+ * umask already; the daemon's own is 0, see main.c). */
+static int make_dir(struct kvt_dir *pd, const char *name, mode_t mode,
+		    const struct fuse_ctx *ctx)
+{
+	g_autoptr(kvt_dir) d = NULL;
+	uid_t uid;
+	gid_t gid;
+	int ret;
+
+	kvt_new_owner(pd, ctx, &uid, &gid);
+	ret = kvt_dir_mkdir(pd, name, mode & 07777);
+	if (ret == 0)
+		ret = kvt_dir_open(pd, name, &d);
+	if (ret == 0)
+		ret = kvt_dir_setattr(d, NULL, KVT_SET_UID | KVT_SET_GID, 0, uid, gid, NULL);
+	if (ret < 0 && ret != -EEXIST)
+		kvt_dir_rmdir(pd, name);
+	return ret;
+}
 
 void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
@@ -25,7 +47,7 @@ void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		if (g_hash_table_lookup(p->children, name))
 			ret = -EEXIST;
 		else
-			ret = kvt_dir_mkdir(pd, name, mode & 07777);
+			ret = make_dir(pd, name, mode, fuse_req_ctx(req));
 		kvt_inode_unlock(p);
 	}
 	if (ret == 0)
@@ -35,6 +57,98 @@ void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	else
 		fuse_reply_entry(req, &e);
 	kvt_notify(fs, &note, false);
+}
+
+/* A symbolic link or a special file: a record and nothing else, made
+ * under @name only if nothing is there.  The reply is the lookup's. */
+static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      struct kvt_record *rec, mode_t mode)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct kvt_inode *p = kvt_inode_of(fs, parent), *child;
+	struct kvt_meta meta = { .mode = mode & 07777 };
+	g_autoptr(kvt_dir) pd = NULL;
+	struct kvt_note note = { 0 };
+	struct fuse_entry_param e;
+	int ret = strlen(name) > NAME_MAX ? -ENAMETOOLONG : kvt_inode_dir(fs, p, &pd);
+
+	if (ret == 0) {
+		kvt_new_owner(pd, ctx, &meta.uid, &meta.gid);
+		kvt_inode_lock(p);
+		child = g_hash_table_lookup(p->children, name);
+		/* A file being written here has no lower entry yet. */
+		ret = child && kvt_inode_is_local(child) ? -EEXIST :
+		      kvt_name_create(fs->store, pd, name, rec, &meta);
+		kvt_inode_unlock(p);
+	}
+	if (ret == 0)
+		ret = kvt_do_lookup(fs, p, pd, name, &e, &note);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_entry(req, &e);
+	kvt_notify(fs, &note, false);
+	kvt_record_clear(rec);
+}
+
+void kvt_make_special(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      dev_t rdev)
+{
+	struct kvt_record rec;
+	int kind = kvt_kind_of_mode(mode);
+
+	if (kind <= KVT_KIND_FILE) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	kvt_record_init(&rec);
+	rec.kind = kind;
+	if (kind == KVT_KIND_CHR || kind == KVT_KIND_BLK)
+		rec.rdev = rdev;
+	make_node(req, parent, name, &rec, mode);
+}
+
+void kvt_op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
+{
+	struct kvt_record rec;
+
+	if (!target[0] || strlen(target) > PATH_MAX) {
+		fuse_reply_err(req, target[0] ? ENAMETOOLONG : ENOENT);
+		return;
+	}
+	kvt_record_init(&rec);
+	rec.kind = KVT_KIND_SYMLINK;
+	rec.target = g_strdup(target);
+	rec.size = strlen(target);
+	make_node(req, parent, name, &rec, 0777);
+}
+
+void kvt_op_readlink(fuse_req_t req, fuse_ino_t n)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	g_autofree char *target = NULL;
+
+	if (!ino->is_dir) {
+		kvt_inode_lock(ino);
+		if (ino->has_record && ino->rec.kind == KVT_KIND_SYMLINK)
+			target = g_strdup(ino->rec.target);
+		kvt_inode_unlock(ino);
+	}
+	if (target)
+		fuse_reply_readlink(req, target);
+	else
+		fuse_reply_err(req, EINVAL);
+}
+
+/* A hard link would need two names on one inode, whose metadata and
+ * bytes the two share; a name here is its own record of an object, so
+ * POSIX's link cannot be kept: refused, as on file systems without hard
+ * links. */
+void kvt_op_link(fuse_req_t req, fuse_ino_t n, fuse_ino_t newparent, const char *newname)
+{
+	fuse_reply_err(req, EPERM);
 }
 
 /* Two directories, in address order (caller holds the tree lock). */
@@ -199,6 +313,7 @@ struct rename {
 	struct kvt_stage *st;       /* the version the rename publishes */
 	struct kvt_published pub;
 	bool published;
+	struct kvt_record id;       /* the object published, for -o sync */
 	struct kvt_record replaced; /* what was at the new name */
 };
 
@@ -235,11 +350,13 @@ static int rename_lower(struct kvt_fs *fs, struct rename *r)
 			xattrs = kvt_xattrs_dup(r->src->rec.xattrs);
 		kvt_inode_unlock(r->src);
 		ret = kvt_store_publish(fs->store, r->st, r->npd, r->newname, &meta, xattrs,
-					KVT_PUBLISH_KEEP_REPLACED, &r->pub);
+					KVT_PUBLISH_KEEP_REPLACED |
+					(fs->sync ? KVT_PUBLISH_SYNC : 0), &r->pub);
 		if (ret < 0)
 			return ret;
 		if (ret == 0) {
 			r->published = true;
+			kvt_record_id(&r->id, &r->pub.rec);
 			r->replaced = r->pub.replaced;
 			kvt_record_init(&r->pub.replaced);
 			/* An older published version under the old name goes. */
@@ -263,13 +380,35 @@ static int rename_lower(struct kvt_fs *fs, struct rename *r)
 	return 0;
 }
 
+/* @r->src moves to its new name; its old parent's reference is the
+ * caller's to drop. */
+static struct kvt_inode *move_src(struct kvt_fs *fs, struct rename *r)
+{
+	struct kvt_inode *old_parent = r->src->parent;
+
+	move_child(fs, r->src, r->np, r->newname);
+	return old_parent;
+}
+
+/* A process that resolved the replaced name before the rename may still
+ * open it: its object goes when the kernel forgets the inode, not now
+ * (caller holds both directories' locks; the file's is taken here). */
+static void keep_replaced_object(struct rename *r)
+{
+	kvt_inode_lock(r->dst);
+	if (r->dst->has_record && r->replaced.ref[0] &&
+	    !strcmp(r->dst->rec.ref, r->replaced.ref)) {
+		r->dst->release_on_free = true;
+		kvt_record_clear(&r->replaced);
+	}
+	kvt_inode_unlock(r->dst);
+}
+
 /* The inode tree follows the lower rename (same locks).  Returns the
  * inode whose reference the caller drops, unlocked. */
 static struct kvt_inode *rename_tree(struct kvt_fs *fs, struct rename *r,
 				     struct kvt_inode **unref_dst)
 {
-	struct kvt_inode *unref_parent = NULL;
-
 	if (r->flags & RENAME_EXCHANGE) {
 		if (r->src && r->dst) {
 			swap_children(fs, r->src, r->dst);
@@ -284,22 +423,10 @@ static struct kvt_inode *rename_tree(struct kvt_fs *fs, struct rename *r,
 	if (r->dst && r->dst != r->src) {
 		kvt_inode_detach(r->dst);
 		*unref_dst = r->dst;
-		kvt_inode_lock(r->dst);
-		/* A process that resolved the old name before the rename may
-		 * still open it: its object goes when the kernel forgets the
-		 * inode, not now. */
-		if (r->dst->has_record && r->replaced.ref[0] &&
-		    !strcmp(r->dst->rec.ref, r->replaced.ref)) {
-			r->dst->release_on_free = true;
-			kvt_record_clear(&r->replaced);
-		}
-		kvt_inode_unlock(r->dst);
+		if (!r->dst->is_dir)
+			keep_replaced_object(r);
 	}
-	if (r->src) {
-		unref_parent = r->src->parent;
-		move_child(fs, r->src, r->np, r->newname);
-	}
-	return unref_parent;
+	return r->src ? move_src(fs, r) : NULL;
 }
 
 void kvt_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -339,8 +466,11 @@ void kvt_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (kvt_inode_pending(r.src))
 			r.st = kvt_stage_ref(r.src->stage);
 		kvt_inode_unlock(r.src);
-		/* Any hashing left is done before the locks are taken. */
+		/* Any hashing left, and with -o sync the bytes' sync, are
+		 * done before the locks are taken. */
 		ret = r.st ? kvt_stage_prepare(r.st) : 0;
+		if (ret == 0 && r.st && fs->sync)
+			ret = kvt_stage_sync(r.st);
 		if (ret < 0)
 			goto reply;
 	}
@@ -355,6 +485,10 @@ void kvt_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		drop = kvt_version_published(fs, r.src, &r.pub, false);
 	unlock_two(r.p, r.np);
 	kvt_tree_unlock(fs);
+	/* Published, but not durable: the rename fails, as a failed fsync
+	 * would say. */
+	if (r.published && fs->sync)
+		ret = kvt_store_sync_published(fs->store, r.npd, newname, &r.id);
 
 	if (r.st) {
 		kvt_version_wake(r.src);

@@ -66,6 +66,10 @@ static int fanout_dir(struct kvt_store *s, const kvt_hash *h, bool create,
 		ret = kvt_dir_open(s->layout.objects, name, slot);
 		if (ret == -ENOENT && create) {
 			ret = kvt_dir_mkdir(s->layout.objects, name, 0755);
+			/* A directory removed by hand since the mount:
+			 * durable too, as kvt_objects_prepare makes them. */
+			if (ret == 0)
+				ret = kvt_dir_sync(s->layout.objects);
 			if (ret == 0 || ret == -EEXIST)
 				ret = kvt_dir_open(s->layout.objects, name, slot);
 		}
@@ -74,6 +78,24 @@ static int fanout_dir(struct kvt_store *s, const kvt_hash *h, bool create,
 		*out = kvt_dir_ref(*slot);
 	g_mutex_unlock(&s->fanout_lock);
 	return ret;
+}
+
+int kvt_objects_prepare(struct kvt_store *s)
+{
+	bool made = false;
+
+	for (int i = 0; i < KVT_FANOUT; i++) {
+		char name[3];
+		int ret;
+
+		g_snprintf(name, sizeof(name), "%02x", i);
+		ret = kvt_dir_mkdir(s->layout.objects, name, 0755);
+		if (ret == 0)
+			made = true;
+		else if (ret != -EEXIST)
+			return ret;
+	}
+	return made ? kvt_dir_sync(s->layout.objects) : 0;
 }
 
 char *kvt_object_path(const struct kvt_record *rec)
@@ -228,16 +250,32 @@ int kvt_object_unmake(struct kvt_store *s, const struct kvt_record *rec, bool de
 	return 0;
 }
 
-int kvt_object_sync(struct kvt_store *s, const struct kvt_record *rec)
+int kvt_object_fault_check(enum kvt_fault_op op, const struct kvt_record *rec)
+{
+	g_autofree char *ref = kvt_object_ref_name(rec);
+
+	return kvt_fault(op, ref);
+}
+
+int kvt_object_sync_links(struct kvt_store *s, const struct kvt_record *rec)
 {
 	g_autoptr(kvt_dir) fan = NULL;
+	int ret = fanout_dir(s, &rec->hash, false, &fan);
+
+	return ret < 0 ? ret : kvt_dir_sync(fan);
+}
+
+int kvt_object_sync(struct kvt_store *s, const struct kvt_record *rec)
+{
 	kvt_autofd fd = kvt_object_open(s, rec, O_RDONLY, NULL);
 	int ret;
 
 	if (fd < 0)
 		return fd;
+	ret = kvt_object_fault(KVT_FAULT_SYNC, rec);
+	if (ret < 0)
+		return ret;
 	if (fdatasync(fd))
 		return -errno;
-	ret = fanout_dir(s, &rec->hash, false, &fan);
-	return ret < 0 ? ret : kvt_dir_sync(fan);
+	return kvt_object_sync_links(s, rec);
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "fault.h"
 #include "record.h"
 
 struct kvt_store;
@@ -37,6 +38,10 @@ void kvt_object_fanout(const kvt_hash *h, char out[3]);
 bool kvt_object_is_fanout(const char *name);
 char *kvt_object_anchor_name(const kvt_hash *h);
 char *kvt_object_ref_name(const struct kvt_record *rec);
+/* Makes every missing fan-out directory, durably (once in a store's
+ * life): a sync of an object's links then needs its fan-out directory
+ * only, and no store waits for a sync of objects/. */
+int kvt_objects_prepare(struct kvt_store *s);
 /* Parses an anchor or reference name found in fan-out directory @fanout. */
 bool kvt_object_parse_name(const char *fanout, const char *name, kvt_hash *h,
 			   bool *is_ref);
@@ -53,3 +58,17 @@ int kvt_object_make(struct kvt_store *s, const char *stage_name, uint64_t size,
 int kvt_object_unmake(struct kvt_store *s, const struct kvt_record *rec, bool dedup);
 /* Makes @rec's object and its link durable (fsync of both). */
 int kvt_object_sync(struct kvt_store *s, const struct kvt_record *rec);
+/* Makes @rec's reference and anchor links durable (fsync of the fan-out
+ * directory), not the bytes. */
+int kvt_object_sync_links(struct kvt_store *s, const struct kvt_record *rec);
+
+/* The injected error (fault.h) for @op on the bytes of @rec's object, on
+ * its reference name; 0 when none (and always when faults are off). */
+int kvt_object_fault_check(enum kvt_fault_op op, const struct kvt_record *rec);
+
+static inline int kvt_object_fault(enum kvt_fault_op op, const struct kvt_record *rec)
+{
+	if (G_LIKELY(!kvt_faults_on))
+		return 0;
+	return kvt_object_fault_check(op, rec);
+}

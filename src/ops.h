@@ -34,6 +34,12 @@ void kvt_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void kvt_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
 void kvt_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		   fuse_ino_t newparent, const char *newname, unsigned int flags);
+void kvt_op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name);
+void kvt_op_readlink(fuse_req_t req, fuse_ino_t n);
+void kvt_op_link(fuse_req_t req, fuse_ino_t n, fuse_ino_t newparent, const char *newname);
+/* mknod of a FIFO, socket or device node (file.c makes regular files). */
+void kvt_make_special(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      dev_t rdev);
 /* listing.c */
 void kvt_op_opendir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi);
 void kvt_op_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
@@ -41,6 +47,7 @@ void kvt_op_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 void kvt_op_readdirplus(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 			struct fuse_file_info *fi);
 void kvt_op_releasedir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi);
+void kvt_op_fsyncdir(fuse_req_t req, fuse_ino_t n, int datasync, struct fuse_file_info *fi);
 /* xattr.c */
 void kvt_op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name, size_t size);
 void kvt_op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name, const char *value,

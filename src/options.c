@@ -30,6 +30,7 @@ enum value_key {
 	KEY_URING,
 	KEY_VERIFY_CACHE,
 	KEY_MAX_DIR_FDS,
+	KEY_SYNC,
 	KEY_RECLAIM,
 	KEY_RECLAIM_INTERVAL,
 	N_VALUE_KEYS
@@ -39,6 +40,7 @@ enum value_kind {
 	COUNT,		/* a whole number in [min, max], into an int */
 	SECONDS,	/* a decimal number in [min, max], into a double */
 	WORD,		/* words[0] or words[1], into a bool: true for words[1] */
+	FLAG,		/* the bare name, into a bool: true */
 	TEXT,		/* text without '/', into a malloc'd char * */
 };
 
@@ -112,6 +114,12 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		"max_dir_fds", COUNT, FIELD(max_dir_fds), 16, 1048576, 1024,
 		.metavar = "N", .help = "open lower directories",
 	},
+	/* kvtierfs's: the kernel's MS_SYNCHRONOUS would send an fsync after
+	 * every write, and an fsync publishes a file written in place. */
+	[KEY_SYNC] = {
+		"sync", FLAG, FIELD(sync), .dflt_text = "off",
+		.help = "every publication durable before it returns",
+	},
 	[KEY_RECLAIM] = {
 		"reclaim", COUNT, FIELD(reclaim), 0, 1e9, 2000,
 		.metavar = "N", .help = "orphan reclamation: lower entries/s, 0 off",
@@ -148,6 +156,7 @@ static const struct fuse_opt kvt_opts[] = {
 	VALUE("uring", KEY_URING),
 	VALUE("verify_cache", KEY_VERIFY_CACHE),
 	VALUE("max_dir_fds", KEY_MAX_DIR_FDS),
+	VALUE("sync", KEY_SYNC),
 	VALUE("reclaim", KEY_RECLAIM),
 	VALUE("reclaim_interval", KEY_RECLAIM_INTERVAL),
 	/* libfuse's: noted, and kept for it */
@@ -233,6 +242,7 @@ static char *expects(const struct value_opt *v)
 		return g_strdup_printf("seconds from %g to %g", v->min, v->max);
 	case WORD:
 		return g_strdup_printf("'%s' or '%s'", v->words[0], v->words[1]);
+	case FLAG:
 	case TEXT:
 		break;
 	}
@@ -264,6 +274,14 @@ static void set_value(struct parse *p, const struct value_opt *v, const char *ar
 			}
 		}
 		break;
+	case FLAG:
+		if (!eq) {
+			*(bool *)field = true;
+			return;
+		}
+		got = g_strescape(val, NULL);
+		fail(p, "-o %s: expects no value, got '%s'", v->name, got);
+		return;
 	case TEXT:
 		/* a bare "tmp_suffix" is the empty one, as "tmp_suffix=" */
 		if (!val || !strchr(val, '/')) {
@@ -330,6 +348,8 @@ static void help_value(const struct value_opt *v)
 
 	if (v->kind == WORD)
 		opt = g_strdup_printf("-o %s=%s|%s", v->name, v->words[0], v->words[1]);
+	else if (v->kind == FLAG)
+		opt = g_strdup_printf("-o %s", v->name);
 	else
 		opt = g_strdup_printf("-o %s=%s", v->name, v->metavar);
 	switch (v->kind) {
@@ -349,6 +369,7 @@ static void help_value(const struct value_opt *v)
 	case WORD:
 		dflt = g_strdup(v->words[(int)v->dflt]);
 		break;
+	case FLAG:
 	case TEXT:
 		dflt = g_strdup(v->dflt_text);
 		break;
@@ -396,6 +417,7 @@ static void set_defaults(struct kvt_options *o)
 			*(double *)field = v->dflt;
 			break;
 		case WORD:
+		case FLAG:
 			*(bool *)field = v->dflt != 0;
 			break;
 		case TEXT:

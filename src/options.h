@@ -25,6 +25,7 @@ struct kvt_options {
 	int max_inodes;
 	int verify_cache;
 	int max_dir_fds;
+	bool sync;		/* sync: publications durable at once */
 	int reclaim;		/* lower entries a second; 0: off */
 	double reclaim_interval;
 

@@ -27,16 +27,42 @@
  * Durability.  By default nothing is synced: the clients of a KV-cache
  * tier never call fsync, and a block lost at a power cut is recomputed,
  * while a sync per block would cost the store its speed.  So after a power
- * cut a record may survive while its object's bytes do not: the size check
- * at resolve and the hash check before serving catch that, and the name
- * vanishes instead of serving torn bytes.  The store's own skeleton (its
- * marker and areas) is synced when it is created (layout.c).
- * A client's fsync or fdatasync of a file asks for more: when it returns,
- * the name must survive a power cut with its bytes.  kvt_store_sync_name
- * then syncs, in order, the object's bytes and its fan-out directory (the
- * reference and anchor links), the record file, and the record's directory
- * and each one above it up to names/ (a directory made since the last
- * sync holds the path to the name). */
+ * cut a record may survive while its object's bytes do not, or with no
+ * bytes of its own: the size check at resolve, the hash check before
+ * serving and the record's parser catch that, and the name vanishes
+ * instead of serving torn bytes.  The store's own skeleton (its marker and
+ * areas, layout.c, and each fan-out directory, object.c) is synced when it
+ * is made.
+ *
+ * A client's fsync or fdatasync of a published file asks for more: when
+ * it returns, the name must survive a power cut with its bytes.
+ * kvt_store_sync_name then syncs, in order, the object's bytes and its
+ * fan-out directory (the reference and anchor links), the record file, and
+ * the record's directory and each one above it up to names/ (a directory
+ * made since the last sync holds the path to the name).  A client's fsync
+ * of a directory (after renames into it) gets the same for every name in
+ * it, kvt_store_sync_dir: its fsync of a temp file could not make bytes
+ * durable that become an object only at the rename.
+ *
+ * -o sync asks it of every publication, before the rename or the close
+ * that publishes returns, in three parts so that no journal commit is
+ * waited for under a lock (the rename of a temp file holds the tree lock:
+ * a commit there would serialize every store; measured, it cost 85% of
+ * the store rate, docs/performance.md):
+ *   1. before the caller's locks, kvt_stage_sync: the staged bytes;
+ *   2. in the transaction (KVT_PUBLISH_SYNC): the object's bytes if a
+ *      write came after 1 or the bytes are another object's (dedup), and
+ *      the record's bytes written out (sync_file_range, no commit) before
+ *      it is renamed onto the name, so that the name holds the old record
+ *      or the new one, never an empty file;
+ *   3. after the locks, kvt_store_sync_published: the record, the fan-out
+ *      directory and the directories from the record's up to names/.
+ * So with -o sync a name on the disk never points at bytes that are not
+ * there, whenever the power goes: after a cut there is no torn name, only
+ * names whose publication had not returned yet (before 3), and orphans.
+ * This relies on the lower file system keeping the order of its metadata
+ * changes (a journal: ext4, xfs): the links and the record's allocation of
+ * step 2 reach the disk no later than the record's rename. */
 #include "publish.h"
 
 #include <errno.h>
@@ -71,10 +97,24 @@ static void settle_replaced(struct kvt_store *s, struct kvt_record *old,
 	kvt_record_clear(old);
 }
 
+/* Step 2 of -o sync: the bytes the new object holds are durable (the
+ * staged ones, normally synced before the locks; or, deduplicated, the
+ * existing object's, which another publication may not have synced). */
+static int sync_bytes(struct kvt_store *s, struct kvt_stage *st,
+		      const struct kvt_published *out)
+{
+	if (out->dedup)
+		return kvt_object_sync(s, &out->rec);
+	if (!kvt_stage_durable(st) && fdatasync(st->fd))
+		return -errno;
+	return 0;
+}
+
 int kvt_store_publish(struct kvt_store *s, struct kvt_stage *st, struct kvt_dir *d,
 		      const char *name, const struct kvt_meta *meta, GHashTable *xattrs,
 		      unsigned int flags, struct kvt_published *out)
 {
+	bool sync = flags & KVT_PUBLISH_SYNC;
 	struct kvt_record old;
 	uint64_t size;
 	kvt_hash hash;
@@ -87,9 +127,15 @@ int kvt_store_publish(struct kvt_store *s, struct kvt_stage *st, struct kvt_dir 
 	ret = kvt_object_make(s, st->name, size, &hash, &out->rec, &out->dedup);
 	if (ret < 0)
 		goto reopen;
+	if (sync)
+		ret = sync_bytes(s, st, out);
+	if (ret < 0) {
+		kvt_object_unmake(s, &out->rec, out->dedup);
+		goto reopen;
+	}
 	if (xattrs && g_hash_table_size(xattrs))
 		out->rec.xattrs = kvt_xattrs_dup(xattrs);
-	ret = kvt_name_install(s, d, name, &out->rec, meta, &old);
+	ret = kvt_name_install(s, d, name, &out->rec, meta, sync, &old);
 	if (ret < 0) {
 		kvt_object_unmake(s, &out->rec, out->dedup);
 		goto reopen;
@@ -123,7 +169,7 @@ int kvt_store_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 	ret = kvt_store_move_begin(s, &marker);
 	if (ret < 0)
 		return ret;
-	ret = kvt_name_install(s, d, name, rec, meta, &old);
+	ret = kvt_name_install(s, d, name, rec, meta, false, &old);
 	kvt_store_move_end(s, marker);
 	if (ret < 0)
 		return ret;
@@ -146,7 +192,64 @@ int kvt_store_sync_name(struct kvt_store *s, struct kvt_dir *d, const char *name
 	fd = kvt_dir_open_file(d, name, O_RDONLY, 0, NULL);
 	if (fd < 0)
 		return fd;
+	ret = kvt_fault(KVT_FAULT_SYNC, name);
+	if (ret < 0)
+		return ret;
 	if (fsync(fd))
 		return -errno;
+	return kvt_dir_sync_up(d, s->layout.names);
+}
+
+int kvt_store_sync_published(struct kvt_store *s, struct kvt_dir *d, const char *name,
+			     const struct kvt_record *rec)
+{
+	kvt_autofd fd = kvt_dir_open_file(d, name, O_RDONLY, 0, NULL);
+	int ret;
+
+	/* Gone or replaced since (an unlink, another publication): what is
+	 * there now is made durable, or nothing. */
+	if (fd >= 0 && fsync(fd))
+		return -errno;
+	if (fd < 0 && fd != -ENOENT)
+		return fd;
+	ret = kvt_object_sync_links(s, rec);
+	return ret < 0 ? ret : kvt_dir_sync_up(d, s->layout.names);
+}
+
+int kvt_store_sync_dir(struct kvt_store *s, struct kvt_dir *d)
+{
+	int ret;
+	g_autoptr(GPtrArray) ents = kvt_dir_list(d, false, &ret);
+
+	if (!ents)
+		return ret;
+	for (guint i = 0; i < ents->len; i++) {
+		const struct kvt_dirent *e = ents->pdata[i];
+		struct kvt_record rec;
+
+		if (e->type != DT_REG && e->type != DT_UNKNOWN)
+			continue;
+		ret = kvt_name_read(d, e->name, &rec, NULL);
+		/* Gone meanwhile, a subdirectory, or torn (a resolve purges
+		 * it): nothing of it to make durable. */
+		if (ret == -ENOENT || ret == -EBADMSG || ret == -EISDIR) {
+			kvt_record_clear(&rec);
+			continue;
+		}
+		if (ret == 0) {
+			ret = kvt_object_sync(s, &rec);
+			if (ret == -ENOENT)
+				ret = 0;
+		}
+		if (ret == 0) {
+			kvt_autofd fd = kvt_dir_open_file(d, e->name, O_RDONLY, 0, NULL);
+
+			if (fd >= 0 && fsync(fd))
+				ret = -errno;
+		}
+		kvt_record_clear(&rec);
+		if (ret < 0)
+			return ret;
+	}
 	return kvt_dir_sync_up(d, s->layout.names);
 }

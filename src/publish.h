@@ -17,6 +17,10 @@ enum {
 	/* The record replaced goes back to the caller (published.replaced)
 	 * instead of being released: someone may still open its object. */
 	KVT_PUBLISH_KEEP_REPLACED = 1 << 0,
+	/* The object's bytes and the record's are durable before the record
+	 * takes the name; kvt_store_sync_published() finishes the job after
+	 * the caller's locks (publish.c: -o sync). */
+	KVT_PUBLISH_SYNC = 1 << 1,
 };
 
 struct kvt_published {
@@ -46,7 +50,20 @@ int kvt_store_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		      const struct kvt_record *rec, const struct kvt_meta *meta,
 		      struct stat *rec_st);
 
+/* After a publication with KVT_PUBLISH_SYNC of the object @rec at
+ * @d/@name: makes the record, the object's links and the directories from
+ * @d up to names/ durable.  When it returns, the publication survives a
+ * power cut. */
+int kvt_store_sync_published(struct kvt_store *s, struct kvt_dir *d, const char *name,
+			     const struct kvt_record *rec);
+
 /* Makes the published name @d/@name and its object @rec durable: what a
  * client's fsync of a published file asks for. */
 int kvt_store_sync_name(struct kvt_store *s, struct kvt_dir *d, const char *name,
 			const struct kvt_record *rec);
+
+/* Makes every published name in @d durable, with its object (what a
+ * client's fsync of a directory asks for after renames into it: the
+ * entries, and with them the bytes that a temp file's fsync could not
+ * make durable yet), and the directories from @d up to names/. */
+int kvt_store_sync_dir(struct kvt_store *s, struct kvt_dir *d);

@@ -2,8 +2,12 @@
 #include "record.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <xxhash.h>
 #include <xxh_x86dispatch.h>
 
@@ -18,7 +22,33 @@ void kvt_record_clear(struct kvt_record *r)
 {
 	if (r->xattrs)
 		g_hash_table_unref(r->xattrs);
+	g_free(r->target);
 	kvt_record_init(r);
+}
+
+static const struct {
+	const char *name;
+	mode_t type;
+} kinds[] = {
+	[KVT_KIND_FILE] = { "file", S_IFREG },
+	[KVT_KIND_SYMLINK] = { "symlink", S_IFLNK },
+	[KVT_KIND_FIFO] = { "fifo", S_IFIFO },
+	[KVT_KIND_SOCK] = { "sock", S_IFSOCK },
+	[KVT_KIND_CHR] = { "chr", S_IFCHR },
+	[KVT_KIND_BLK] = { "blk", S_IFBLK },
+};
+
+mode_t kvt_kind_type(enum kvt_kind kind)
+{
+	return kinds[kind].type;
+}
+
+int kvt_kind_of_mode(mode_t mode)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(kinds); i++)
+		if (kinds[i].type == (mode & S_IFMT))
+			return (int)i;
+	return -1;
 }
 
 GHashTable *kvt_xattrs_new(void)
@@ -47,6 +77,9 @@ void kvt_record_copy(struct kvt_record *dst, const struct kvt_record *src)
 	dst->hash = src->hash;
 	dst->size = src->size;
 	memcpy(dst->ref, src->ref, sizeof(dst->ref));
+	dst->kind = src->kind;
+	dst->target = g_strdup(src->target);
+	dst->rdev = src->rdev;
 	if (src->xattrs && g_hash_table_size(src->xattrs))
 		dst->xattrs = kvt_xattrs_dup(src->xattrs);
 }
@@ -67,10 +100,27 @@ GString *kvt_record_encode(const struct kvt_record *r)
 	char hex[KVT_HASH_HEX_LEN + 1];
 	GString *s = g_string_sized_new(256);
 
-	kvt_hash_hex(&r->hash, hex);
 	g_string_append(s, RECORD_MAGIC);
-	g_string_append_printf(s, "hash %s\nsize %" G_GUINT64_FORMAT "\nref %s\n",
-			       hex, r->size, r->ref);
+	switch (r->kind) {
+	case KVT_KIND_FILE:
+		kvt_hash_hex(&r->hash, hex);
+		g_string_append_printf(s, "hash %s\nsize %" G_GUINT64_FORMAT "\nref %s\n",
+				       hex, r->size, r->ref);
+		break;
+	case KVT_KIND_SYMLINK:
+		g_string_append(s, "kind symlink\ntarget ");
+		append_hex(s, (const guint8 *)r->target, strlen(r->target));
+		g_string_append_c(s, '\n');
+		break;
+	case KVT_KIND_CHR:
+	case KVT_KIND_BLK:
+		g_string_append_printf(s, "kind %s\nrdev %u:%u\n", kinds[r->kind].name,
+				       major(r->rdev), minor(r->rdev));
+		break;
+	default:
+		g_string_append_printf(s, "kind %s\n", kinds[r->kind].name);
+		break;
+	}
 	if (r->xattrs && g_hash_table_size(r->xattrs)) {
 		/* Sorted so that equal records encode to equal bytes. */
 		guint n;
@@ -110,6 +160,45 @@ static int unhex(const char *p, size_t n, GByteArray *out)
 	return 0;
 }
 
+/* The lines a record has seen, as bits of *seen. */
+enum {
+	SEEN_HASH = 1,
+	SEEN_SIZE = 2,
+	SEEN_REF = 4,
+	SEEN_KIND = 8,
+	SEEN_TARGET = 16,
+	SEEN_RDEV = 32,
+	SEEN_OBJECT = SEEN_HASH | SEEN_SIZE | SEEN_REF,
+};
+
+static int parse_kind(const char *v, size_t vlen, struct kvt_record *r)
+{
+	for (size_t i = 1; i < G_N_ELEMENTS(kinds); i++) {
+		if (vlen == strlen(kinds[i].name) && !memcmp(v, kinds[i].name, vlen)) {
+			r->kind = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int parse_rdev(const char *v, size_t vlen, struct kvt_record *r)
+{
+	char buf[24];
+	unsigned int ma, mi;
+	int used = 0;
+
+	if (vlen == 0 || vlen >= sizeof(buf))
+		return -1;
+	memcpy(buf, v, vlen);
+	buf[vlen] = '\0';
+	if (sscanf(buf, "%u:%u%n", &ma, &mi, &used) != 2 || (size_t)used != vlen ||
+	    !g_ascii_isdigit(buf[0]))
+		return -1;
+	r->rdev = makedev(ma, mi);
+	return 0;
+}
+
 static int parse_line(const char *line, size_t len, struct kvt_record *r,
 		      unsigned *seen)
 {
@@ -125,7 +214,7 @@ static int parse_line(const char *line, size_t len, struct kvt_record *r,
 	if (klen == 4 && !memcmp(line, "hash", 4)) {
 		if (!kvt_hash_parse(v, vlen, &r->hash))
 			return -1;
-		*seen |= 1;
+		*seen |= SEEN_HASH;
 	} else if (klen == 4 && !memcmp(line, "size", 4)) {
 		char buf[24], *end;
 
@@ -137,13 +226,32 @@ static int parse_line(const char *line, size_t len, struct kvt_record *r,
 		r->size = g_ascii_strtoull(buf, &end, 10);
 		if (errno || *end)
 			return -1;
-		*seen |= 2;
+		*seen |= SEEN_SIZE;
 	} else if (klen == 3 && !memcmp(line, "ref", 3)) {
-		if (vlen == 0 || vlen >= KVT_REF_MAX || memchr(v, '/', vlen))
+		/* A file name suffix: a NUL would cut it short, to an
+		 * empty ref (no record) at worst. */
+		if (vlen == 0 || vlen >= KVT_REF_MAX || memchr(v, '/', vlen) ||
+		    memchr(v, '\0', vlen))
 			return -1;
 		memcpy(r->ref, v, vlen);
 		r->ref[vlen] = '\0';
-		*seen |= 4;
+		*seen |= SEEN_REF;
+	} else if (klen == 4 && !memcmp(line, "kind", 4)) {
+		if ((*seen & SEEN_KIND) || parse_kind(v, vlen, r))
+			return -1;
+		*seen |= SEEN_KIND;
+	} else if (klen == 6 && !memcmp(line, "target", 6)) {
+		g_autoptr(GByteArray) t = g_byte_array_new();
+
+		if ((*seen & SEEN_TARGET) || unhex(v, vlen, t) || t->len == 0 ||
+		    t->len > PATH_MAX || memchr(t->data, 0, t->len))
+			return -1;
+		r->target = g_strndup((char *)t->data, t->len);
+		*seen |= SEEN_TARGET;
+	} else if (klen == 4 && !memcmp(line, "rdev", 4)) {
+		if ((*seen & SEEN_RDEV) || parse_rdev(v, vlen, r))
+			return -1;
+		*seen |= SEEN_RDEV;
 	} else if (klen == 5 && !memcmp(line, "xattr", 5)) {
 		const char *sp2 = memchr(v, ' ', vlen);
 		g_autoptr(GByteArray) name = g_byte_array_new();
@@ -190,8 +298,27 @@ int kvt_record_parse(const char *buf, size_t len, struct kvt_record *r)
 			goto bad;
 		pos = nl - buf + 1;
 	}
-	if (seen != 7)
-		goto bad;
+	/* Exactly the lines its kind has. */
+	switch (r->kind) {
+	case KVT_KIND_FILE:
+		if (seen != SEEN_OBJECT)
+			goto bad;
+		break;
+	case KVT_KIND_SYMLINK:
+		if (seen != (SEEN_KIND | SEEN_TARGET))
+			goto bad;
+		r->size = strlen(r->target);
+		break;
+	case KVT_KIND_CHR:
+	case KVT_KIND_BLK:
+		if (seen != (SEEN_KIND | SEEN_RDEV))
+			goto bad;
+		break;
+	default:
+		if (seen != SEEN_KIND)
+			goto bad;
+		break;
+	}
 	return 0;
 bad:
 	kvt_record_clear(r);

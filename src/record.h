@@ -13,21 +13,42 @@
  *   check <16 hex: XXH3-64 of every byte above this line>
  *
  * The check line makes a truncated or overwritten record a parse error,
- * never a record that points at the wrong object. */
+ * never a record that points at the wrong object.
+ *
+ * A symbolic link or a special file has no object: its record says what
+ * it is instead of hash, size and ref (a record without a kind line is a
+ * regular file, as every record was before):
+ *
+ *   kind symlink                      then: target <hex of the target>
+ *   kind fifo | kind sock
+ *   kind chr | kind blk               then: rdev <major>:<minor> */
 #pragma once
 #include <glib.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "hash.h"
 
 #define KVT_REF_MAX 48
 #define KVT_RECORD_MAX (4u << 20)
 
+enum kvt_kind {
+	KVT_KIND_FILE,    /* bytes in an object */
+	KVT_KIND_SYMLINK,
+	KVT_KIND_FIFO,
+	KVT_KIND_SOCK,
+	KVT_KIND_CHR,
+	KVT_KIND_BLK,
+};
+
 struct kvt_record {
-	kvt_hash hash;
+	kvt_hash hash;      /* files: their object */
 	uint64_t size;
 	char ref[KVT_REF_MAX];
 	GHashTable *xattrs; /* char *name -> GBytes *value; NULL when none */
+	enum kvt_kind kind;
+	char *target;       /* symlinks */
+	dev_t rdev;         /* device nodes */
 };
 
 void kvt_record_init(struct kvt_record *r);
@@ -35,6 +56,11 @@ void kvt_record_clear(struct kvt_record *r);
 void kvt_record_copy(struct kvt_record *dst, const struct kvt_record *src);
 GHashTable *kvt_xattrs_new(void);
 GHashTable *kvt_xattrs_dup(GHashTable *src);
+
+/* The file type (S_IF*) of a record's kind, and the kind of a mode; -1
+ * for a type kvtierfs does not store. */
+mode_t kvt_kind_type(enum kvt_kind kind);
+int kvt_kind_of_mode(mode_t mode);
 
 GString *kvt_record_encode(const struct kvt_record *r);
 /* -EBADMSG when @buf is not a complete, well-formed record. */

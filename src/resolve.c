@@ -15,9 +15,15 @@
 void kvt_file_attr(struct kvt_inode *ino, struct stat *st)
 {
 	*st = ino->meta;
-	st->st_ino = ino->serial;
+	st->st_ino = ino->st_ino;
 	st->st_nlink = 1;
-	if (!ino->has_record) {
+	if (ino->has_record && ino->rec.kind != KVT_KIND_FILE) {
+		/* A symbolic link or a special file: what its record says. */
+		st->st_mode = kvt_kind_type(ino->rec.kind) | (st->st_mode & 07777);
+		st->st_size = ino->rec.size;
+		st->st_rdev = ino->rec.rdev;
+		st->st_blocks = 0;
+	} else if (!ino->has_record) {
 		st->st_size = ino->stage ? (off_t)kvt_stage_size(ino->stage) : 0;
 		st->st_blocks = (st->st_size + 511) / 512;
 	} else {
@@ -34,7 +40,7 @@ int kvt_inode_attr(struct kvt_fs *fs, struct kvt_inode *ino, struct stat *st)
 
 		if (ret == 0)
 			ret = kvt_dir_stat(d, NULL, st);
-		st->st_ino = ino->serial;
+		st->st_ino = ino->st_ino;
 		return ret;
 	}
 	kvt_inode_lock(ino);
@@ -52,7 +58,7 @@ void kvt_fill_entry(struct kvt_fs *fs, struct kvt_inode *ino, const struct stat 
 	e->entry_timeout = fs->entry_timeout;
 	if (ino->is_dir) {
 		e->attr = *dir_st;
-		e->attr.st_ino = ino->serial;
+		e->attr.st_ino = ino->st_ino;
 	} else {
 		kvt_inode_lock(ino);
 		kvt_file_attr(ino, &e->attr);
@@ -80,6 +86,7 @@ void kvt_record_id(struct kvt_record *dst, const struct kvt_record *src)
 	dst->hash = src->hash;
 	dst->size = src->size;
 	memcpy(dst->ref, src->ref, sizeof(dst->ref));
+	dst->kind = src->kind;
 }
 
 /* Resolves the published file @p/@name, whose record file @st describes,
@@ -116,8 +123,21 @@ static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kv
 		}
 		if (ret < 0)
 			return ret;
+		/* Another kind under the same name: the kernel cannot change
+		 * an inode's type, so this is a new inode. */
+		if (file && file->rec.kind != rec.kind) {
+			kvt_inode_detach(file);
+			file = NULL;
+		}
 	}
-	ret = kvt_object_stat(fs->store, &rec, &ost);
+	if (rec.kind != KVT_KIND_FILE) {
+		/* No object: nothing can be torn. */
+		memset(&ost, 0, sizeof(ost));
+		ost.st_size = rec.size;
+		ret = 0;
+	} else {
+		ret = kvt_object_stat(fs->store, &rec, &ost);
+	}
 	if (ret == -ENOENT || ret == -EBADMSG) {
 		torn.why = KVT_TORN_MISSING;
 	} else if (ret < 0) {
@@ -136,6 +156,7 @@ static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kv
 		if (child)
 			kvt_inode_detach(child);
 		file = kvt_inode_new_file(fs, p, name);
+		file->st_ino = st->st_ino; /* its record's */
 		kvt_inode_attach(p, file);
 	}
 	kvt_inode_lock(file);
@@ -194,7 +215,10 @@ int kvt_do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir *p
 		goto found; /* being written here: not on the lower disk yet */
 	ret = kvt_dir_stat(pd, name, &st);
 	if (ret < 0) {
-		if (child)
+		/* Gone from the lower directory.  An I/O error says nothing of
+		 * the name: a file being rewritten in place keeps it, or its
+		 * writer's close would publish nothing. */
+		if (child && ret == -ENOENT)
 			kvt_inode_detach(child);
 		goto out;
 	}
@@ -251,6 +275,16 @@ void kvt_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	/* The ENOENT reply drops the dentry; the inode may be cached too. */
 	kvt_notify(fs, &note, false);
+}
+
+void kvt_new_owner(struct kvt_dir *pd, const struct fuse_ctx *ctx, uid_t *uid, gid_t *gid)
+{
+	struct stat st;
+
+	*uid = ctx->uid;
+	*gid = ctx->gid;
+	if (kvt_dir_stat(pd, NULL, &st) == 0 && (st.st_mode & S_ISGID))
+		*gid = st.st_gid;
 }
 
 void kvt_reply_attr(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *ino, int ret)

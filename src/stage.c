@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "io.h"
 #include "store-int.h"
 
@@ -160,8 +161,11 @@ int kvt_stage_write(struct kvt_stage *st, const char *buf, size_t size, off_t of
 			direct = false;
 		}
 	}
+	__atomic_store_n(&st->durable, false, __ATOMIC_RELEASE);
 	feed_hash(st, src, size, off);
-	ret = pwrite_full(direct ? st->dfd : st->fd, src, size, off);
+	ret = kvt_fault(KVT_FAULT_WRITE, st->name);
+	if (ret == 0)
+		ret = pwrite_full(direct ? st->dfd : st->fd, src, size, off);
 	if (ret == -EINVAL && direct)
 		ret = pwrite_full(st->fd, src, size, off);
 	if (ret < 0) {
@@ -177,11 +181,18 @@ int kvt_stage_write(struct kvt_stage *st, const char *buf, size_t size, off_t of
 
 ssize_t kvt_stage_read(struct kvt_stage *st, char *buf, size_t size, off_t off)
 {
-	return kvt_pread_full(st->fd, buf, size, off);
+	int fault = kvt_fault(KVT_FAULT_READ, st->name);
+
+	return fault ? fault : kvt_pread_full(st->fd, buf, size, off);
 }
 
 int kvt_stage_truncate(struct kvt_stage *st, uint64_t size)
 {
+	int fault = kvt_fault(KVT_FAULT_WRITE, st->name);
+
+	if (fault)
+		return fault;
+	__atomic_store_n(&st->durable, false, __ATOMIC_RELEASE);
 	if (ftruncate(st->fd, size))
 		return -errno;
 	g_mutex_lock(&st->hash_lock);
@@ -203,7 +214,11 @@ int kvt_stage_truncate(struct kvt_stage *st, uint64_t size)
 int kvt_stage_fill(struct kvt_stage *st, int src_fd, uint64_t len)
 {
 	loff_t in = 0, out = 0;
+	int fault = kvt_fault(KVT_FAULT_WRITE, st->name);
 
+	if (fault)
+		return fault;
+	__atomic_store_n(&st->durable, false, __ATOMIC_RELEASE);
 	g_mutex_lock(&st->hash_lock);
 	break_hash_locked(st); /* hashed again at publication */
 	g_mutex_unlock(&st->hash_lock);
@@ -226,7 +241,10 @@ static int rehash_locked(struct kvt_stage *st, uint64_t size)
 	uint64_t off = 0;
 
 	while (off < size) {
-		ssize_t n = kvt_pread_full(st->fd, buf, MIN(size - off, 1u << 20), off);
+		ssize_t n = kvt_fault(KVT_FAULT_READ, st->name);
+
+		if (n == 0)
+			n = kvt_pread_full(st->fd, buf, MIN(size - off, 1u << 20), off);
 
 		if (n <= 0) {
 			kvt_hash_stream_free(hs);
@@ -263,6 +281,22 @@ int kvt_stage_prepare(struct kvt_stage *st)
 	if (kvt_stage_state(st) == KVT_STAGE_OPEN && !st->error &&
 	    !hash_covers(st, kvt_stage_size(st)))
 		ret = rehash_locked(st, kvt_stage_size(st));
+	g_rw_lock_writer_unlock(&st->io);
+	return ret;
+}
+
+int kvt_stage_sync(struct kvt_stage *st)
+{
+	int ret = 0;
+
+	/* Exclusive against writers, so that "durable" covers every byte. */
+	g_rw_lock_writer_lock(&st->io);
+	if (kvt_stage_state(st) == KVT_STAGE_OPEN && !kvt_stage_durable(st)) {
+		if (fdatasync(st->fd))
+			ret = -errno;
+		else
+			__atomic_store_n(&st->durable, true, __ATOMIC_RELEASE);
+	}
 	g_rw_lock_writer_unlock(&st->io);
 	return ret;
 }

@@ -33,6 +33,7 @@ struct kvt_stage {
 	uint64_t size;       /* atomic: highest byte written + 1 */
 	int error;           /* first write error: publication fails with it */
 	int state;           /* atomic: enum kvt_stage_state */
+	bool durable;        /* atomic: synced since the last change */
 
 	GMutex hash_lock;
 	GCond hash_cond;
@@ -49,6 +50,13 @@ void kvt_stage_unref(struct kvt_stage *st);
 static inline enum kvt_stage_state kvt_stage_state(struct kvt_stage *st)
 {
 	return (enum kvt_stage_state)__atomic_load_n(&st->state, __ATOMIC_ACQUIRE);
+}
+
+/* The first write error of the version (positive errno), 0 if none: such
+ * a version has a hole and is never published, nor read. */
+static inline int kvt_stage_error(struct kvt_stage *st)
+{
+	return __atomic_load_n(&st->error, __ATOMIC_RELAXED);
 }
 
 static inline uint64_t kvt_stage_size(struct kvt_stage *st)
@@ -70,6 +78,15 @@ int kvt_stage_fill(struct kvt_stage *st, int src_fd, uint64_t len);
  * that want it done before they take their locks.  Later writes in order
  * keep it whole. */
 int kvt_stage_prepare(struct kvt_stage *st);
+/* Makes the bytes written so far durable (fdatasync), for a publication
+ * that must be: the other slow part, done before the locks too.  A later
+ * change makes the stage not durable again (kvt_stage_durable). */
+int kvt_stage_sync(struct kvt_stage *st);
+
+static inline bool kvt_stage_durable(struct kvt_stage *st)
+{
+	return __atomic_load_n(&st->durable, __ATOMIC_ACQUIRE);
+}
 
 /* For the publication: OPEN -> SEALED, with the hash and size of the
  * bytes (1 when the stage is not OPEN: another publication has it). */

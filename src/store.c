@@ -1,5 +1,6 @@
 /* Opening and closing one mount's store: the layout, this mount's
  * staging directory and its lock, the staging left by dead mounts. */
+#include "object.h"
 #include "store-int.h"
 
 #include <errno.h>
@@ -74,6 +75,13 @@ struct kvt_store *kvt_store_open(const char *lowerdir, GError **err)
 	if (ret < 0) {
 		g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(-ret),
 			    "LOWERDIR %s: not writable: %s", lowerdir, g_strerror(-ret));
+		goto fail;
+	}
+	ret = kvt_objects_prepare(s);
+	if (ret < 0) {
+		g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(-ret),
+			    "LOWERDIR %s: cannot create objects/: %s", lowerdir,
+			    g_strerror(-ret));
 		goto fail;
 	}
 	/* A store made before moves/ existed gets it now (layout.h). */

@@ -1,5 +1,6 @@
 #include "verify.h"
 
+#include "object.h"
 #include "uring.h"
 
 #include <errno.h>
@@ -166,6 +167,9 @@ int kvt_verify_fd(struct kvt_verifier *v, int fd, const struct stat *st,
 	}
 	if (!force && kvt_verifier_known(v, &rec->hash, st))
 		return 1;
+	ret = kvt_object_fault(KVT_FAULT_READ, rec);
+	if (ret < 0)
+		return ret;
 	ret = kvt_uring_hash_fd(fd, rec->size, &h);
 	if (ret == -ENOSYS)
 		ret = kvt_hash_fd(fd, rec->size, &h);

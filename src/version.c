@@ -173,11 +173,12 @@ int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_st
 {
 	g_autoptr(GHashTable) xattrs = NULL;
 	struct kvt_published pub;
+	struct kvt_record id;
 	struct kvt_inode *p;
 	struct kvt_dir *pd;
 	struct kvt_meta meta;
 	bool drop = false;
-	int ret;
+	int ret, sret = 0;
 
 	p = lock_parent_to_publish(fs, ino, &pd, &ret);
 	if (!p)
@@ -190,8 +191,11 @@ int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_st
 	kvt_inode_unlock(ino);
 	if (!st)
 		return 0;
-	/* Any hashing left is done before the directory is locked. */
+	/* Any hashing left, and with -o sync the bytes' sync, are done
+	 * before the directory is locked. */
 	ret = kvt_stage_prepare(st);
+	if (ret == 0 && fs->sync)
+		ret = kvt_stage_sync(st);
 	p = ret < 0 ? NULL : lock_parent_to_publish(fs, ino, &pd, &ret);
 	if (!p) {
 		kvt_stage_unref(st);
@@ -202,10 +206,15 @@ int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_st
 	if (ino->rec.xattrs)
 		xattrs = kvt_xattrs_dup(ino->rec.xattrs);
 	kvt_inode_unlock(ino);
-	ret = kvt_store_publish(fs->store, st, pd, ino->name, &meta, xattrs, 0, &pub);
-	if (ret == 0)
+	ret = kvt_store_publish(fs->store, st, pd, ino->name, &meta, xattrs,
+				fs->sync ? KVT_PUBLISH_SYNC : 0, &pub);
+	if (ret == 0) {
+		kvt_record_id(&id, &pub.rec);
 		drop = kvt_version_published(fs, ino, &pub, true);
+	}
 	kvt_inode_unlock(p);
+	if (ret == 0 && fs->sync)
+		sret = kvt_store_sync_published(fs->store, pd, ino->name, &id);
 	kvt_dir_unref(pd);
 	kvt_version_wake(ino);
 	kvt_stage_unref(st);
@@ -217,7 +226,8 @@ int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_st
 		if (fs->se)
 			fuse_lowlevel_notify_inval_inode(fs->se, kvt_nodeid_of(fs, ino), -1, 0);
 	}
-	return ret > 0 ? 0 : ret;
+	/* Published, but not durable: the close or fsync says so. */
+	return ret > 0 ? 0 : ret < 0 ? ret : sret;
 }
 
 int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,

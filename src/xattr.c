@@ -14,6 +14,7 @@
 #include "object.h"
 #include "ops.h"
 #include "publish.h"
+#include "resolve.h"
 #include "version.h"
 
 #define OWN_PREFIX "user.kvtierfs."
@@ -52,16 +53,18 @@ static char *own_value(struct kvt_fs *fs, struct kvt_inode *ino, const char *nam
 	const char *key = name + strlen(OWN_PREFIX);
 	char hex[KVT_HASH_HEX_LEN + 1];
 	struct kvt_record rec;
-	bool pending, published;
+	bool pending, published, special;
 
 	kvt_inode_lock(ino);
 	pending = kvt_inode_pending(ino) || !ino->has_record;
 	published = ino->has_record;
-	if (published) {
-		rec = ino->rec;
-		rec.xattrs = NULL;
-	}
+	if (published)
+		kvt_record_id(&rec, &ino->rec);
 	kvt_inode_unlock(ino);
+	/* A symbolic link or a special file has no bytes to verify. */
+	special = published && rec.kind != KVT_KIND_FILE;
+	if (special)
+		return NULL;
 	if (!strcmp(key, "verdict"))
 		return g_strdup(pending ? "pending" : published_verdict(fs, &rec));
 	if (!published)
@@ -278,7 +281,8 @@ void kvt_op_listxattr(fuse_req_t req, fuse_ino_t n, size_t size)
 	} else {
 		kvt_inode_lock(ino);
 		for (size_t i = 0; i < G_N_ELEMENTS(own_names); i++)
-			if (i == 0 || ino->has_record)
+			if ((i == 0 || ino->has_record) &&
+			    (!ino->has_record || ino->rec.kind == KVT_KIND_FILE))
 				list_add(s, own_names[i]);
 		if (ino->rec.xattrs) {
 			GHashTableIter it;

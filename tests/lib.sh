@@ -51,6 +51,8 @@ KVT_LAST_PID=       # daemon started by the last kvt_start
 declare -A KVT_DAEMONS=()   # pid -> mountpoint, every daemon still running
 declare -A KVT_LOGOFF=()    # pid -> daemon.log offset when it started
 KVT_BG=()                   # other background pids to kill at exit (kvt_bg)
+KVT_CLEANUP_HOOKS=()        # functions kvt_cleanup runs after the unmounts
+                            # (tests/powercut.sh: its loop devices)
 _kvt_n=0
 _kvt_failed=0
 _kvt_plan=
@@ -450,8 +452,10 @@ kvt_umount() {
 	kvt_stop "$MNT" "$pid"
 }
 
-# kvt_kill9: kill -9 the daemon of $MNT, then clean the dead mount with
-# fusermount3 -u -z.  One test point.
+# kvt_kill9 [CMD...]: kill -9 the daemon of $MNT, run CMD if given (once
+# the daemon is dead and the mount's calls fail, before the mountpoint is
+# bare again: e.g. let a client see its calls fail, kvt_client_drain), then
+# clean the dead mount with fusermount3 -u -z.  One test point.
 kvt_kill9() {
 	[ -n "$KVT_PID" ] || bail "kvt_kill9: nothing mounted"
 	local pid=$KVT_PID st why=()
@@ -460,6 +464,7 @@ kvt_kill9() {
 	wait "$pid" 2>/dev/null
 	st=$?
 	unset "KVT_DAEMONS[$pid]"
+	[ $# -eq 0 ] || "$@"
 	[ "$st" = 137 ] || why+=("daemon exit status $st, expected 137 (SIGKILL)")
 	if ! fusermount3 -u -z "$MNT" 2>"$T/.umount.err"; then
 		why+=("fusermount3 -u -z failed: $(head -n 3 "$T/.umount.err")")
@@ -552,6 +557,9 @@ kvt_cleanup() {
 			*) umount -l "$m" 2>/dev/null ;;
 			esac
 		done
+	for m in "${KVT_CLEANUP_HOOKS[@]}"; do
+		"$m"
+	done
 	if awk -v p="$T/" 'index($5, p) == 1 { f = 1 } END { exit !f }' /proc/self/mountinfo; then
 		echo "# cleanup: mounts left under $T, not removing it"
 		return 0
@@ -636,4 +644,101 @@ kvt_first_block() {
 	local f
 	f=$(kvt_guard find "$1" -name '*.bin' -type f 2>/dev/null | LC_ALL=C sort | head -n 1)
 	echo "${f:-$1/NO-BLOCK-FOUND}"
+}
+
+# ---------------------------------------------------------------- clients
+# A kvclient in the background whose progress the test follows (a crash
+# test kills the daemon at a chosen point of a store run).
+
+# kvt_client_start ARGS...: run $KVCLIENT ARGS in the background, its
+# stdout on fd $KVT_CFD (progress lines), its stderr appended to
+# $T/client.err; sets KVT_CPID.
+kvt_client_start() {
+	exec {KVT_CFD}< <(exec "$KVCLIENT" "$@" 2>>"$T/client.err" {_kvt_out}>&- {_kvt_err}>&-)
+	KVT_CPID=$!
+	kvt_bg "$KVT_CPID"
+}
+
+# kvt_client_wait N: read the client's lines until "progress >= N"; sets
+# KVT_PROGRESS.  Other lines go to $T/client.out.  Fails when the client
+# ends or stays silent for 60 s.
+kvt_client_wait() {
+	local want=$1 line
+	KVT_PROGRESS=0
+	while IFS= read -r -t 60 -u "$KVT_CFD" line; do
+		case $line in
+		"progress "*) KVT_PROGRESS=${line#progress } ;;
+		*) echo "$line" >>"$T/client.out" ;;
+		esac
+		[ "$KVT_PROGRESS" -ge "$want" ] && return 0
+	done
+	return 1
+}
+
+# kvt_client_drain: read the client's output to EOF, then reap it; sets
+# KVT_CRC (its exit status).  Lines other than progress go to
+# $T/client.out.  Fails (and kills the client) if it still runs after 60 s.
+kvt_client_drain() {
+	local line rc
+	while IFS= read -r -t 60 -u "$KVT_CFD" line; do
+		case $line in
+		"progress "*) KVT_PROGRESS=${line#progress } ;;
+		*) echo "$line" >>"$T/client.out" ;;
+		esac
+	done
+	rc=$?
+	exec {KVT_CFD}<&-
+	if [ "$rc" -gt 128 ]; then
+		kill -KILL "$KVT_CPID" 2>/dev/null
+		wait "$KVT_CPID" 2>/dev/null
+		KVT_CRC=255
+		return 1
+	fi
+	wait "$KVT_CPID" 2>/dev/null
+	KVT_CRC=$?
+	return 0
+}
+
+# ---------------------------------------------------------------- fault suite
+#
+# The fault suite (t-crashloop, t-stalled, t-concurrency, t-powercut,
+# t-fio*, t-faults, t-reclaim, ...) runs short in CI and long under
+# scripts/stress.  The convention every one of them follows:
+#
+#   - KVT_STRESS=1 in the environment selects the long version (more
+#     rounds, longer runs); the test's own variables (KVT_CRASHLOOP_ROUNDS,
+#     KVT_FIO_RUNTIME, KVT_POWERCUT_ROUNDS, ...) refine either version.
+#     A long test also says how long it may run: scripts/stress raises the
+#     runner's KVT_TIMEOUT.
+#   - Each run prints ONE summary line, which scripts/stress parses:
+#
+#       # stress: rounds=N blocks=N wrong_bytes=N lost_acked=N leaked=N errors=N
+#
+#     rounds      rounds (faults injected, or passes) done
+#     blocks      blocks (files) read back and checked, over all checks
+#     wrong_bytes blocks read back with any wrong byte (torn, other data,
+#                 wrong version): a count of blocks, not bytes; must be 0
+#     lost_acked  acknowledged stores (rename or close had returned)
+#                 missing or older after the fault, over all checks; must
+#                 be 0
+#     leaked      objects no name uses (kvtierfs-fsck orphans) left at the
+#                 end, before any repair
+#     errors      failed test points of the run (wrong_bytes or lost_acked
+#                 above 0 fail a test point too)
+#
+#     kvt_stress_summary prints it; a number a test cannot know is "-".
+
+# kvt_stress_pick CI LONG: LONG when KVT_STRESS=1, else CI.
+kvt_stress_pick() {
+	if [ "${KVT_STRESS:-0}" = 1 ]; then
+		echo "$2"
+	else
+		echo "$1"
+	fi
+}
+
+# kvt_stress_summary ROUNDS BLOCKS WRONG_BYTES LOST_ACKED LEAKED: the
+# summary line of the run; errors are the test points failed so far.
+kvt_stress_summary() {
+	echo "# stress: rounds=$1 blocks=$2 wrong_bytes=$3 lost_acked=$4 leaked=$5 errors=$_kvt_failed"
 }

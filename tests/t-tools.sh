@@ -1,5 +1,6 @@
 #!/bin/bash
-# The tools users reach for: ls -lR, du, df, getfattr/setfattr.  Client
+# The tools users reach for: ls -lR, ls and rm -rf of a directory larger
+# than one readdir reply, du, df, getfattr/setfattr.  Client
 # xattrs (user.vllm.kv_crc32c) set by path and by fd on a temp file follow
 # it across the rename and survive a remount.
 . "$(dirname "$0")/lib.sh"
@@ -8,7 +9,7 @@ BLOCKS=8
 SIZE=$((2 << 20))
 X=user.vllm.kv_crc32c
 
-plan 29
+plan 32
 kvt_setup
 kvt_mount
 
@@ -22,6 +23,19 @@ n=$(awk -v s=$SIZE '$5 == s && $NF ~ /\.bin$/' "$T/ls.out" | wc -l)
 [ "$st" = 0 ] && [ "$n" = $BLOCKS ]
 ok $? "ls -lR works and lists $BLOCKS blocks of $SIZE bytes (exit $st, found $n)"
 [ "$st" = 0 ] && [ "$n" = $BLOCKS ] || diag_file "$T/ls.out" 20
+
+# A plain readdir (no stat of the entries) past the first reply: the
+# kernel asks READDIRPLUS first, then READDIR, and readdir(3) drops every
+# entry whose d_ino is 0.
+big="$MNT/many"
+ok_cmd "300 files in one directory" bash -c \
+	'mkdir "$1" && for i in $(seq 1 300); do echo $i >"$1/f-$i"; done' _ "$big"
+n=$(kvt_run ls -a "$big" | grep -c '^f-')
+dots=$(kvt_run ls -a "$big" | grep -cx '\.\.\?')
+[ "$n" = 300 ] && [ "$dots" = 2 ]
+ok $? "ls -a lists all 300 files, '.' and '..' (found $n files, $dots dots)"
+kvt_run rm -rf "$big" 2>"$T/rm.err" && ! kvt_run test -e "$big"
+ok $? "rm -rf of the directory removes it" || diag_file "$T/rm.err" 5
 
 bad=$(kvt_run find "$MNT" -name '*.bin' -printf '%s %p\n' | awk -v s=$SIZE '$1 != s')
 n=$(kvt_run find "$MNT" -name '*.bin' | wc -l)

@@ -167,7 +167,7 @@ int main(void)
 	struct kvt_store *s;
 	bool good;
 
-	printf("1..30\n");
+	printf("1..41\n");
 
 	/* ---- a clean store: 8 names, two of them sharing one object */
 	s = kvt_store_open(top, &err);
@@ -212,6 +212,16 @@ int main(void)
 	put_file(other, KVT_MARKER, "hello\n", -1);
 	ok(!run_check(other, false, &seen, &res, &err) && err &&
 	   strstr(err->message, "marker"), "a garbled marker is refused");
+	g_clear_error(&err);
+	/* Both once read as format 1 (sscanf's wrapped int, its stop at the
+	 * first non-digit): tests/fuzz/corpus/marker/regress-*. */
+	put_file(other, KVT_MARKER, "kvtierfs-store 4294967297\n", -1);
+	ok(!run_check(other, false, &seen, &res, &err) && err &&
+	   strstr(err->message, "marker"), "a marker whose version overflows an int is garbled");
+	g_clear_error(&err);
+	put_file(other, KVT_MARKER, "kvtierfs-store 1t\n", -1);
+	ok(!run_check(other, false, &seen, &res, &err) && err &&
+	   strstr(err->message, "marker"), "a marker with bytes after its version is garbled");
 	g_clear_error(&err);
 	put_file(other, KVT_MARKER, "kvtierfs-store 1\n", -1);
 	ok(!run_check(other, false, &seen, &res, &err) && err &&
@@ -451,6 +461,83 @@ int main(void)
 		diag_lines(seen.lines);
 		good = g_strcmp0(seen.lines->pdata[0], w2) == 0;
 		ok(good, "in byte order: the anchor before its reference");
+	}
+
+	/* ---- a lost marker: a power cut before it was synced */
+	{
+		g_autofree char *m = g_build_filename(top, KVT_MARKER, NULL);
+		g_autofree char *body = NULL;
+		const char *const want[] = { "marker " KVT_MARKER, NULL };
+
+		good = truncate(m, 0) == 0 && run_check(top, false, &seen, &res, &err) &&
+		       same_set(seen.lines, want) && res.problems == 1 && res.repaired == 0 &&
+		       res.names == 3;
+		ok(good, "an empty marker in a store: reported (marker), the rest checked");
+		diag_lines(seen.lines);
+		if (err)
+			printf("# %s\n", err->message);
+		g_clear_error(&err);
+		good = g_file_get_contents(m, &body, NULL, NULL) && !body[0];
+		ok(good, "dry run: the marker stays empty");
+		g_clear_pointer(&body, g_free);
+		good = run_check(top, true, &seen, &res, &err) && same_set(seen.lines, want) &&
+		       res.repaired == 1 && g_file_get_contents(m, &body, NULL, NULL) &&
+		       !strcmp(body, KVT_MARKER " 1\n");
+		ok(good, "--repair writes it again");
+		g_clear_pointer(&body, g_free);
+		s = kvt_store_open(top, &err);
+		ok(s && reads_back(top, "n6", 'g', SIZE), "and the store opens again");
+		g_clear_error(&err);
+		kvt_store_close(s);
+
+		good = unlink(m) == 0 && run_check(top, true, &seen, &res, &err) &&
+		       same_set(seen.lines, want) && res.repaired == 1 &&
+		       g_file_get_contents(m, &body, NULL, NULL) && !strcmp(body, KVT_MARKER " 1\n");
+		ok(good, "a missing marker: reported and written again");
+		g_clear_pointer(&body, g_free);
+		put_file(top, KVT_MARKER, "hello\n", -1);
+		good = run_check(top, true, &seen, &res, &err) && same_set(seen.lines, want) &&
+		       res.repaired == 1 && g_file_get_contents(m, &body, NULL, NULL) &&
+		       !strcmp(body, KVT_MARKER " 1\n");
+		ok(good, "a garbage marker: the same");
+		g_clear_error(&err);
+	}
+	/* ---- without the rest of a store, no marker is made */
+	{
+		g_autofree char *d = g_build_filename(other, "areas", NULL);
+		g_autofree char *p = NULL;
+		const char *areas[] = { "objects", "names", "staging" };
+		bool made = g_mkdir(d, 0755) == 0;
+
+		for (size_t i = 0; i < G_N_ELEMENTS(areas); i++) {
+			g_autofree char *a = g_build_filename(d, areas[i], NULL);
+
+			made = made && g_mkdir(a, 0755) == 0;
+		}
+		good = made && run_check(d, true, &seen, &res, &err) &&
+		       res.problems == 1 && res.repaired == 1;
+		ok(good, "three empty areas without a marker: a store cut right after it was made, repaired");
+		g_clear_error(&err);
+		p = g_build_filename(d, KVT_MARKER, NULL);
+		unlink(p);
+		put_file(d, "names/notes.txt", "not a record\n", -1);
+		good = !run_check(d, true, &seen, &res, &err) && err &&
+		       err->code == KVT_CHECK_ERROR_STORE &&
+		       strstr(err->message, "does not look like") && !lower_exists(p);
+		ok(good, "names/ holding files but no record: refused, no marker written");
+		if (err)
+			printf("# %s\n", err->message);
+		g_clear_error(&err);
+		g_clear_pointer(&p, g_free);
+		p = g_build_filename(d, "names", "notes.txt", NULL);
+		unlink(p);
+		g_clear_pointer(&p, g_free);
+		put_file(d, "objects/README", "x", 1);
+		p = g_build_filename(d, KVT_MARKER, NULL);
+		good = !run_check(d, true, &seen, &res, &err) && err &&
+		       strstr(err->message, "does not look like") && !lower_exists(p);
+		ok(good, "objects/ holding something else than fan-out directories: refused");
+		g_clear_error(&err);
 	}
 
 	{

@@ -320,13 +320,48 @@ static void test_publish(struct kvt_store *s)
 	   "after all of it, staging holds only the lock and marks-moves");
 }
 
+/* -o sync: the stage's bytes synced before the locks, the publication
+ * with KVT_PUBLISH_SYNC, then the rest after them. */
+static void test_sync(struct kvt_store *s)
+{
+	struct kvt_dir *names = kvt_store_names(s);
+	struct kvt_published pub;
+	struct kvt_meta meta = { .mode = 0644 };
+	struct kvt_stage *st;
+	char buf[8192];
+	bool good;
+
+	memset(buf, 's', sizeof(buf));
+	good = kvt_stage_new(s, &st) == 0 && kvt_stage_write(st, buf, 4096, 0) == 0 &&
+	       !kvt_stage_durable(st) && kvt_stage_sync(st) == 0 && kvt_stage_durable(st);
+	ok(good, "sync: a stage synced is durable");
+	good = kvt_stage_write(st, buf + 4096, 4096, 4096) == 0 && !kvt_stage_durable(st);
+	ok(good, "sync: a write after the sync makes it not durable again");
+	good = kvt_store_publish(s, st, names, "synced", &meta, NULL, KVT_PUBLISH_SYNC, &pub) == 0 &&
+	       kvt_store_sync_published(s, names, "synced", &pub.rec) == 0 &&
+	       name_reads(s, "synced", buf, sizeof(buf));
+	ok(good, "sync: published with KVT_PUBLISH_SYNC (its late write synced in the "
+	   "transaction), then synced, it reads back");
+	kvt_published_clear(&pub);
+	kvt_stage_unref(st);
+	good = publish_buf(s, names, "synced-dup", buf, sizeof(buf), KVT_PUBLISH_SYNC, &pub,
+			   NULL) == 0 && pub.dedup &&
+	       kvt_store_sync_published(s, names, "synced-dup", &pub.rec) == 0 &&
+	       name_reads(s, "synced-dup", buf, sizeof(buf));
+	ok(good, "sync: the same bytes again (dedup) with KVT_PUBLISH_SYNC");
+	kvt_published_clear(&pub);
+	ok(kvt_store_sync_published(s, names, "gone-meanwhile", &(struct kvt_record){ 0 }) == 0,
+	   "sync: a name gone before its sync is no error");
+	ok(kvt_store_sync_dir(s, names) == 0, "sync: a directory's names made durable");
+}
+
 int main(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("kvt-publish-XXXXXX", NULL);
 	g_autoptr(GError) err = NULL;
 	struct kvt_store *s;
 
-	printf("1..39\n");
+	printf("1..45\n");
 	top = dir;
 	s = kvt_store_open(top, &err);
 	ok(s != NULL, "a store is created");
@@ -334,6 +369,7 @@ int main(void)
 		return 1;
 	test_stage(s);
 	test_publish(s);
+	test_sync(s);
 	kvt_store_close(s);
 	{
 		g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", top);

@@ -383,7 +383,7 @@ int main(void)
 		struct kvt_meta meta = { .mode = 0644 };
 		struct kvt_record old;
 
-		good = kvt_name_install(a, kvt_store_names(a), "inflight", &inflight, &meta, &old) == 0;
+		good = kvt_name_install(a, kvt_store_names(a), "inflight", &inflight, &meta, false, &old) == 0;
 		kvt_record_clear(&old);
 		kvt_stage_set_published(st);
 		kvt_stage_unref(st);

@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
+#include <xxhash.h>
+#include <xxh_x86dispatch.h>
 
 #include "../src/store-int.h"
 #include "unit.h"
@@ -71,6 +74,61 @@ static void test_record_format(void)
 	   "a record with one flipped bit does not parse");
 	ok(kvt_record_parse("garbage\n", 8, &back) == -EBADMSG, "garbage does not parse");
 	kvt_record_clear(&r);
+
+	/* Links and special files: a kind instead of an object. */
+	kvt_record_init(&r);
+	r.kind = KVT_KIND_SYMLINK;
+	r.target = g_strdup("../some where/target");
+	g_string_free(enc, TRUE);
+	enc = kvt_record_encode(&r);
+	ok(kvt_record_parse(enc->str, enc->len, &back) == 0 && back.kind == KVT_KIND_SYMLINK &&
+	   !strcmp(back.target, r.target) && back.size == strlen(r.target),
+	   "a symbolic link's record parses back with its target and size");
+	kvt_record_clear(&back);
+	kvt_record_clear(&r);
+	kvt_record_init(&r);
+	r.kind = KVT_KIND_CHR;
+	r.rdev = makedev(4, 64);
+	g_string_free(enc, TRUE);
+	enc = kvt_record_encode(&r);
+	ok(kvt_record_parse(enc->str, enc->len, &back) == 0 && back.kind == KVT_KIND_CHR &&
+	   back.rdev == makedev(4, 64), "a device node's record keeps its numbers");
+	kvt_record_clear(&back);
+	kvt_record_clear(&r);
+	{
+		static const char *const bad[] = {
+			"kind file\n",                     /* files have no kind line */
+			"kind symlink\n",                  /* a link without a target */
+			"kind fifo\nrdev 1:3\n",           /* a FIFO with a device */
+			"kind chr\n",                      /* a device without numbers */
+			"kind sock\nhash 00000000000000000000000000000000\n",
+			"kind symlink\ntarget 2f\ntarget 2f\n",
+			"kind door\n",
+		};
+		bool all = true;
+
+		for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+			g_autoptr(GString) b = g_string_new("kvtierfs-record 1\n");
+
+			g_string_append(b, bad[i]);
+			g_string_append_printf(b, "check %016" G_GINT64_MODIFIER "x\n",
+					       (guint64)XXH3_64bits(b->str, b->len));
+			all = all && kvt_record_parse(b->str, b->len, &back) == -EBADMSG;
+		}
+		ok(all, "a record with lines its kind does not have, or without the ones it has, does not parse");
+	}
+
+	/* A NUL in the ref, under a valid check, once parsed as the empty
+	 * ref of "no record" (tests/fuzz/corpus/record/regress-ref-nul). */
+	g_string_assign(enc, "kvtierfs-record 1\nhash 06b05ab6733a618578af5f94892f3950\n"
+			"size 3\nref ");
+	g_string_append_len(enc, "\0\0" "9c", 4);
+	g_string_append_c(enc, '\n');
+	g_string_append_printf(enc, "check %016" G_GINT64_MODIFIER "x\n",
+			       (guint64)XXH3_64bits_dispatch(enc->str, enc->len));
+	ok(kvt_record_parse(enc->str, enc->len, &back) == -EBADMSG,
+	   "a record whose ref holds a NUL does not parse");
+	kvt_record_clear(&back);
 }
 
 int main(void)
@@ -88,7 +146,7 @@ int main(void)
 	struct kvt_dir *names;
 	struct stat st;
 
-	printf("1..21\n");
+	printf("1..25\n");
 	test_record_format();
 
 	s = kvt_store_open(top, &err);

@@ -151,9 +151,9 @@ static struct hdr parse_hdr(const unsigned char *buf, size_t len)
  * want_size: expected length (0 = the header's).
  * Reports a failure and returns -1, else returns 0.
  */
-int check_whole(const char *path, const unsigned char *buf, size_t len,
-		uint64_t want_key, uint64_t want_ver, uint64_t want_size,
-		uint64_t *got_key, uint64_t *got_ver)
+static int whole_ok(const char *path, const unsigned char *buf, size_t len,
+		    uint64_t want_key, uint64_t want_ver, uint64_t want_size,
+		    uint64_t *got_key, uint64_t *got_ver)
 {
 	struct hdr h = parse_hdr(buf, len);
 	long long bad;
@@ -206,4 +206,20 @@ int check_whole(const char *path, const unsigned char *buf, size_t len,
 	if (got_ver)
 		*got_ver = h.ver;
 	return 0;
+}
+
+/* Blocks read back wrong (check_whole failed, or a reader saw a version
+ * it must not see): the wrong= of the summaries. */
+atomic_ullong g_wrong;
+
+int check_whole(const char *path, const unsigned char *buf, size_t len,
+		uint64_t want_key, uint64_t want_ver, uint64_t want_size,
+		uint64_t *got_key, uint64_t *got_ver)
+{
+	int r = whole_ok(path, buf, len, want_key, want_ver, want_size,
+			 got_key, got_ver);
+
+	if (r < 0)
+		atomic_fetch_add(&g_wrong, 1);
+	return r;
 }

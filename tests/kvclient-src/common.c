@@ -116,6 +116,32 @@ int store_enospc(const char *dest, int e)
 	return 1;
 }
 
+/*
+ * --crash-ok: the daemon may be killed during the run.  A call that fails
+ * with ENOTCONN (the connection is gone) or ECONNABORTED (it was in flight
+ * when it went) ends the run on every thread, prints "gone <ERRNO>" once
+ * and is not a failure.  Returns 1 if e was taken so.
+ */
+int mount_gone(int e)
+{
+	if (!O.crash_ok || (e != ENOTCONN && e != ECONNABORTED))
+		return 0;
+	if (atomic_exchange(&g_stop, 1) == 0) {
+		pthread_mutex_lock(&g_out_mu);
+		printf("gone %s\n", errname(e));
+		fflush(stdout);
+		pthread_mutex_unlock(&g_out_mu);
+	}
+	return 1;
+}
+
+/* A store step failed with errno e: 1 if that ends the run without being a
+ * failure (the mount is gone, or ENOSPC with --stop-on-enospc). */
+int store_stops(const char *dest, int e)
+{
+	return mount_gone(e) || store_enospc(dest, e);
+}
+
 const char *errname(int e)
 {
 	switch (e) {

@@ -2,7 +2,8 @@
  * kvclient: concurrent writers and readers of the same names.  lmcache
  * rewrites kv-<key>.pt in place, race renames over published vLLM names;
  * readers check that every read is one whole valid version, and at the end
- * every key is checked once more.
+ * every key is checked once more.  race --shared runs next to another
+ * process (on another mount of the same store) writing the same names.
  */
 #include "kvclient.h"
 
@@ -50,7 +51,7 @@ static void *lmcache_writer(void *arg)
 				  0644);
 			if (fd < 0) {
 				e = errno;
-				if (!store_enospc(path, e))
+				if (!store_stops(path, e))
 					failf(path, 0, "writer open(O_CREAT|"
 					      "O_WRONLY|O_TRUNC): %s", errname(e));
 				continue;
@@ -58,20 +59,21 @@ static void *lmcache_writer(void *arg)
 			e = write_block(fd, buf, O.size, O.chunk, &done);
 			if (e) {
 				close(fd);
-				if (!store_enospc(path, e))
+				if (!store_stops(path, e))
 					failf(path, (long long)done,
 					      "writer write: %s", errname(e));
 				continue;
 			}
 			if (close(fd) < 0) {
 				e = errno;
-				if (!store_enospc(path, e))
+				if (!store_stops(path, e))
 					failf(path, 0, "writer close: %s",
 					      errname(e));
 				continue;
 			}
 			atomic_fetch_add(&c->bytes, O.size);
 			atomic_store(&g_published[i], 1);
+			manifest_stored(LAYOUT_PT, key, ver);
 			progress_tick(c);
 		}
 	}
@@ -93,7 +95,10 @@ static void *race_writer(void *arg)
 		uint64_t ver = O.version + (uint64_t)r * (uint64_t)O.writers +
 			       (uint64_t)w->idx;
 
-		for (uint64_t i = 0; i < O.blocks && !stopped(); i++) {
+		/* each writer starts at another name, so that the
+		 * writers do not move over the names in lockstep */
+		for (uint64_t j = 0; j < O.blocks && !stopped(); j++) {
+			uint64_t i = (j + (uint64_t)w->idx) % O.blocks;
 			uint64_t key = O.key_base + i;
 			size_t done;
 			int fd, e;
@@ -144,6 +149,17 @@ static void *race_writer(void *arg)
 	return NULL;
 }
 
+/* race --shared: the versions this process writes; another process
+ * writing the same names uses another range (its own --version). */
+/* published names that answered ENOENT later: lost= of the summary */
+static atomic_ullong g_lost;
+
+static int own_version(uint64_t v)
+{
+	return v >= O.version &&
+	       v - O.version < (uint64_t)O.rounds * (uint64_t)O.writers;
+}
+
 struct rstats {
 	atomic_ullong reads, hits, enoent, bytes;
 };
@@ -175,8 +191,11 @@ static void *reader_thread(void *arg)
 			int e = errno;
 
 			if (e != ENOENT) {
-				failf(path, 0, "reader open: %s", errname(e));
+				if (!mount_gone(e))
+					failf(path, 0, "reader open: %s",
+					      errname(e));
 			} else if (!lm && was_published) {
+				atomic_fetch_add(&g_lost, 1);
 				failf(path, 0, "reader open: ENOENT after the "
 				      "name was published (rename over an "
 				      "existing name must be atomic)");
@@ -187,7 +206,9 @@ static void *reader_thread(void *arg)
 		}
 		n = read_whole(fd, buf, cap);
 		if (n < 0) {
-			failf(path, 0, "reader read: %s", errname(errno));
+			if (!mount_gone(errno))
+				failf(path, 0, "reader read: %s",
+				      errname(errno));
 			close(fd);
 			continue;
 		}
@@ -197,13 +218,19 @@ static void *reader_thread(void *arg)
 			continue;
 		atomic_fetch_add(&g_rs.hits, 1);
 		atomic_fetch_add(&g_rs.bytes, (unsigned long long)n);
-		if (gv > atomic_load(&g_started[i]))
+		if (O.shared && !own_version(gv))
+			; /* another process's: checked whole above */
+		else if (gv > atomic_load(&g_started[i])) {
+			atomic_fetch_add(&g_wrong, 1);
 			failf(path, 8, "version %" PRIu64 " was never written "
 			      "(highest begun %llu)", gv,
 			      atomic_load(&g_started[i]));
-		if (lm && gv < seen[i])
+		}
+		if (lm && gv < seen[i]) {
+			atomic_fetch_add(&g_wrong, 1);
 			failf(path, 8, "went back from version %" PRIu64
 			      " to older version %" PRIu64, seen[i], gv);
+		}
 		if (gv > seen[i])
 			seen[i] = gv;
 	}
@@ -232,12 +259,17 @@ int cmd_concurrent(void)
 	wr = calloc((size_t)nr, sizeof(*wr));
 	if (!g_started || !g_published || !tw || !tr || !ww || !wr)
 		die("out of memory");
-	/* start from nothing: versions left by an earlier run are unknown */
-	for (uint64_t i = 0; i < O.blocks; i++) {
+	/* start from nothing: versions left by an earlier run are unknown
+	 * (--shared: another process writes the same names meanwhile) */
+	manifest_open();
+	for (uint64_t i = 0; i < O.blocks && !O.shared; i++) {
 		key_path(path, sizeof(path), O.key_base + i);
 		if (unlink(path) < 0 && errno != ENOENT)
 			failf(path, 0, "unlink before the run: %s",
 			      errname(errno));
+		else
+			manifest_removed(lm ? LAYOUT_PT : LAYOUT_BIN,
+					 O.key_base + i, O.version);
 	}
 	for (k = 0; k < nr; k++) {
 		wr[k].idx = k;
@@ -258,10 +290,11 @@ int cmd_concurrent(void)
 	for (k = 0; k < nr; k++)
 		pthread_join(tr[k], NULL);
 	snprintf(extra, sizeof(extra),
-		 "stores=%llu reads=%llu hits=%llu enoent=%llu read_bytes=%llu",
-		 atomic_load(&c.stored), atomic_load(&g_rs.reads),
-		 atomic_load(&g_rs.hits), atomic_load(&g_rs.enoent),
-		 atomic_load(&g_rs.bytes));
+		 "stores=%llu reads=%llu hits=%llu enoent=%llu read_bytes=%llu "
+		 "wrong=%llu lost=%llu", atomic_load(&c.stored),
+		 atomic_load(&g_rs.reads), atomic_load(&g_rs.hits),
+		 atomic_load(&g_rs.enoent), atomic_load(&g_rs.bytes),
+		 atomic_load(&g_wrong), atomic_load(&g_lost));
 	summary("write+read", &c, t0, extra);
 
 	/* final state: every key present with a valid version */
@@ -295,9 +328,10 @@ int cmd_concurrent(void)
 		final_ok++;
 	}
 	free(buf);
-	printf("%s final: blocks=%llu ok=%llu errors=%llu secs=%.2f\n", O.cmd,
-	       (unsigned long long)O.blocks, final_ok,
-	       atomic_load(&g_failures), now_sec() - t0);
+	printf("%s final: blocks=%llu ok=%llu errors=%llu wrong=%llu "
+	       "secs=%.2f\n", O.cmd, (unsigned long long)O.blocks, final_ok,
+	       atomic_load(&g_failures), atomic_load(&g_wrong),
+	       now_sec() - t0);
 	fflush(stdout);
 	free(tw);
 	free(tr);

@@ -47,7 +47,10 @@ struct options {
 	long long expect, min;
 	uint64_t offset;
 	int mmap, report, same;
+	int in_place, fsync, fsync_dir;
 	const char *reread_after, *file;
+	const char *manifest;	/* manifest.c: acknowledged stores, removals */
+	int crash_ok, shared, pt;
 };
 extern struct options O;	/* main.c */
 
@@ -55,6 +58,7 @@ extern atomic_ullong g_failures;
 extern atomic_int g_enospc_seen;
 extern pthread_mutex_t g_out_mu;
 extern atomic_ullong g_next;
+extern atomic_ullong g_wrong;	/* block.c */
 
 struct counters {
 	atomic_ullong ops, bytes, stored, skipped, misses, touched, tmps;
@@ -101,13 +105,26 @@ uint64_t rng_next(uint64_t *s);
 uint64_t thread_seed(int idx);
 void progress_tick(struct counters *c);
 int store_enospc(const char *dest, int e);
+int mount_gone(int e);
+int store_stops(const char *dest, int e);
 const char *errname(int e);
 long long next_index(void);
 void run_threads(int n, void *(*fn)(void *), struct counters *c);
 void summary(const char *phase, struct counters *c, double t0,
 	     const char *extra);
 
-/* the commands: vllm.c, llmd.c, concurrent.c, verify.c */
+/* manifest.c */
+enum layout { LAYOUT_BIN, LAYOUT_PT };
+void manifest_open(void);
+void manifest_stored(enum layout l, uint64_t key, uint64_t ver);
+void manifest_removed(enum layout l, uint64_t key, uint64_t next_ver);
+void verify_found(size_t idx, enum layout l, uint64_t key, uint64_t ver);
+void verify_wrong(size_t idx);
+void verify_files(size_t n);
+int manifest_check(const char **extra);
+size_t manifest_keys(uint64_t **keys);
+
+/* the commands: vllm.c, llmd.c, concurrent.c, verify.c, manifest.c */
 int cmd_vllm_store(void);
 int cmd_vllm_load(void);
 int cmd_probe(void);
@@ -117,5 +134,6 @@ int cmd_llmd_load(void);
 int cmd_llmd(void);
 int cmd_concurrent(void);
 int cmd_verify(void);
+int cmd_evict(void);
 
 #endif

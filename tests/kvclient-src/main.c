@@ -45,6 +45,14 @@ static const char usage_text[] =
 "               a name never disappears once published.\n"
 "  verify       walk DIR, check every *.bin and *.pt is one complete valid\n"
 "               version whose key matches its name; print the count.\n"
+"               --manifest FILE: also every key FILE says was stored is\n"
+"               there (its version or a later one), every key it says was\n"
+"               removed is absent (or newer than the removal), and nothing\n"
+"               but blocks and *.tmp names is in DIR.\n"
+"  evict        unlink the blocks of keys BASE..BASE+N-1 (vLLM layout, or\n"
+"               kv-<key>.pt with --pt), as an evictor does; absent is fine.\n"
+"               With --manifest, --version is the lowest version the next\n"
+"               stores of these keys will write.\n"
 "  probe        one vLLM-style load of the block of key --key-base (at its\n"
 "               vLLM-layout path, or at --file):\n"
 "               access(F_OK), open(O_RDONLY[|O_DIRECT]), ONE read of the\n"
@@ -100,16 +108,54 @@ static const char usage_text[] =
 "  --reread-after FILE  probe: read again on the same fd once FILE exists\n"
 "  --file REL         probe: the file to load, relative to --dir (it must\n"
 "                     hold the block of key --key-base)\n"
-"  --report           vllm-load: a block that is absent (ENOENT) or\n"
+"  --report           vllm-store: a store that fails (mkdir, open, write,\n"
+"                     close, rename; fsync with --fsync) is not a failure\n"
+"                     but reported on stdout as \"<key> <step> <ERRNO>\",\n"
+"                     after the client cleaned up as vLLM does; the name\n"
+"                     must then not exist (after a failed fsync it must).\n"
+"                     The summary line adds failed=N.\n"
+"                     vllm-load: a block that is absent (ENOENT) or\n"
 "                     unreadable (EIO) is not a failure but reported on\n"
 "                     stdout as \"<key> <step> enoent|eio\" (step: access,\n"
 "                     open or read); any other outcome is still a failure\n"
 "                     and is reported the same way (\"<key> read short <n>\",\n"
 "                     \"<key> read wrong <offset>\", \"<key> <step> error\n"
 "                     <ERRNO>\").  The summary line adds ok=N enoent=N eio=N.\n"
+"                     verify: a listed name that open or read finds absent\n"
+"                     or unreadable (ENOENT, EIO: a torn block the file\n"
+"                     system refuses) is reported as \"<path> <step>\n"
+"                     enoent|eio\" and counted, not a failure; wrong or short\n"
+"                     bytes still are\n"
 "  --same             vllm-load: every thread loads every key, all threads\n"
 "                     the same key at once (they wait for each other before\n"
 "                     each key): --threads loads per key\n"
+"  --in-place         vllm-store: write each block straight to its final name\n"
+"                     (open O_CREAT|O_TRUNC, one write, close; LMCache), no\n"
+"                     temp file, no rename\n"
+"  --fsync            vllm-store: make each block durable before counting it\n"
+"                     stored: fsync(fd) before close (the temp file's, or the\n"
+"                     final name's with --in-place), and after the rename\n"
+"                     open(dest, O_RDONLY) + fsync + close: a file is synced\n"
+"                     under its final name\n"
+"  --fsync-dir        vllm-store: the POSIX idiom instead: fsync(fd) of the\n"
+"                     temp file before close, rename, fsync of the directory\n"
+"                     (opened O_RDONLY|O_DIRECTORY); not with --in-place\n"
+"  --manifest FILE    vllm-store, lmcache, evict: append one line to\n"
+"                     FILE (outside the mount) per store whose rename or\n"
+"                     close returned (\"+ bin|pt KEY VERSION\") and per\n"
+"                     unlink that returned (\"- bin|pt KEY VERSION\": later\n"
+"                     stores write VERSION or above), fdatasync'd before\n"
+"                     going on (with --fsync: once synced); verify: check\n"
+"                     DIR against FILE; vllm-load: load exactly the vLLM\n"
+"                     keys whose last line is \"+\" (--blocks and --key-base\n"
+"                     are ignored)\n"
+"  --crash-ok         the daemon may be killed during the run: a call that\n"
+"                     fails with ENOTCONN or ECONNABORTED ends the run,\n"
+"                     prints \"gone <ERRNO>\" and is not a failure\n"
+"  --shared           race: another process writes the same names with\n"
+"                     other versions (its own --version range): no unlink\n"
+"                     before the run, its versions are checked whole only\n"
+"  --pt               evict: the LMCache names instead of the vLLM layout\n"
 "\n"
 "Each phase prints one summary line on stdout:\n"
 "  <command> <phase>: ops=N bytes=N errors=N ... secs=S MiB/s=R\n"
@@ -190,7 +236,7 @@ int main(int argc, char **argv)
 {
 	static const char *const cmds[] = {
 		"vllm-store", "vllm-load", "llmd-store", "llmd-load", "llmd",
-		"lmcache", "race", "verify", "probe", "paths",
+		"lmcache", "race", "verify", "probe", "paths", "evict",
 	};
 	int i, rc, known = 0;
 	struct stat st;
@@ -241,6 +287,12 @@ int main(int argc, char **argv)
 			O.mmap = 1;
 		else if (FLAG("--report"))
 			O.report = 1;
+		else if (FLAG("--in-place"))
+			O.in_place = 1;
+		else if (FLAG("--fsync"))
+			O.fsync = 1;
+		else if (FLAG("--fsync-dir"))
+			O.fsync = O.fsync_dir = 1;
 		else if (FLAG("--help")) {
 			fputs(usage_text, stdout);
 			return 0;
@@ -284,6 +336,14 @@ int main(int argc, char **argv)
 			O.file = v;
 		else if (FLAG("--same"))
 			O.same = 1;
+		else if (ARG("--manifest"))
+			O.manifest = v;
+		else if (FLAG("--crash-ok"))
+			O.crash_ok = 1;
+		else if (FLAG("--shared"))
+			O.shared = 1;
+		else if (FLAG("--pt"))
+			O.pt = 1;
 		else
 			usage_error("unknown option or missing value: '%s'", a);
 #undef FLAG
@@ -331,8 +391,25 @@ int main(int argc, char **argv)
 	if (O.offset >= O.size || (O.odirect && O.offset % ALIGN))
 		usage_error("--offset must be below --size (a multiple of %d "
 			    "with --odirect)", ALIGN);
-	if ((O.report || O.same) && strcmp(O.cmd, "vllm-load"))
-		usage_error("--report and --same are for vllm-load");
+	if (O.same && strcmp(O.cmd, "vllm-load"))
+		usage_error("--same is for vllm-load");
+	if (O.report && strcmp(O.cmd, "vllm-load") && strcmp(O.cmd, "vllm-store") &&
+	    strcmp(O.cmd, "verify"))
+		usage_error("--report is for vllm-load, vllm-store and verify");
+	if ((O.in_place || O.fsync) && strcmp(O.cmd, "vllm-store"))
+		usage_error("--in-place, --fsync and --fsync-dir are for vllm-store");
+	if (O.in_place && O.fsync_dir)
+		usage_error("--in-place and --fsync-dir exclude each other");
+	if (O.in_place && O.no_rename)
+		usage_error("--in-place and --no-rename exclude each other");
+	if (O.manifest && strcmp(O.cmd, "vllm-store") && strcmp(O.cmd, "vllm-load") &&
+	    strcmp(O.cmd, "lmcache") && strcmp(O.cmd, "evict") && strcmp(O.cmd, "verify"))
+		usage_error("--manifest is for vllm-store, vllm-load, lmcache, evict and "
+			    "verify");
+	if (O.shared && strcmp(O.cmd, "race"))
+		usage_error("--shared is for race");
+	if (O.pt && strcmp(O.cmd, "evict"))
+		usage_error("--pt is for evict");
 	if (stat(O.dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		usage_error("--dir %s: not a directory", O.dir);
 
@@ -355,6 +432,8 @@ int main(int argc, char **argv)
 		rc = cmd_probe();
 	else if (!strcmp(O.cmd, "paths"))
 		rc = cmd_paths();
+	else if (!strcmp(O.cmd, "evict"))
+		rc = cmd_evict();
 	else
 		rc = cmd_concurrent();
 

@@ -10,6 +10,21 @@
 static char **g_files;
 static size_t g_nfiles, g_capfiles;
 static unsigned long long g_tmp_found;
+static atomic_ullong g_enoent, g_eio;
+
+/* --report: a listed name found absent or unreadable (what a file system
+ * answers for a torn block) is counted and shown, not a failure.  1 when
+ * it was taken so. */
+static int reported(const char *path, const char *step, int e)
+{
+	if (!O.report || (e != ENOENT && e != EIO))
+		return 0;
+	atomic_fetch_add(e == ENOENT ? &g_enoent : &g_eio, 1);
+	pthread_mutex_lock(&g_out_mu);
+	printf("%s %s %s\n", path, step, e == ENOENT ? "enoent" : "eio");
+	pthread_mutex_unlock(&g_out_mu);
+	return 1;
+}
 
 static void add_file(const char *path)
 {
@@ -45,8 +60,9 @@ static void walk(const char *dir)
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (de->d_type == DT_UNKNOWN) {
 			if (lstat(path, &st) < 0) {
-				failf(path, 0, "lstat of listed name: %s",
-				      errname(errno));
+				if (!reported(path, "lstat", errno))
+					failf(path, 0, "lstat of listed name: %s",
+					      errname(errno));
 				continue;
 			}
 			isdir = S_ISDIR(st.st_mode);
@@ -65,6 +81,8 @@ static void walk(const char *dir)
 		else if (isreg && (ends_with(de->d_name, ".bin") ||
 				   ends_with(de->d_name, ".pt")))
 			add_file(path);
+		else if (O.manifest && !ends_with(de->d_name, ".tmp"))
+			failf(path, 0, "neither a block nor a temp file");
 		errno = 0;
 	}
 	if (errno)
@@ -93,7 +111,9 @@ static void *verify_thread(void *arg)
 		atomic_fetch_add(&c->ops, 1);
 		fd = open(path, O_RDONLY | dflag());
 		if (fd < 0) {
-			failf(path, 0, "open of listed name: %s", errname(errno));
+			if (!reported(path, "open", errno))
+				failf(path, 0, "open of listed name: %s",
+				      errname(errno));
 			continue;
 		}
 		if (fstat(fd, &st) < 0) {
@@ -108,7 +128,10 @@ static void *verify_thread(void *arg)
 		}
 		n = read_whole(fd, buf, cap);
 		if (n < 0) {
-			failf(path, 0, "read: %s", errname(errno));
+			int e = errno;
+
+			if (!reported(path, "read", e))
+				failf(path, 0, "read: %s", errname(e));
 			close(fd);
 			continue;
 		}
@@ -116,12 +139,15 @@ static void *verify_thread(void *arg)
 		if (n != st.st_size) {
 			failf(path, n, "read %zd bytes but st_size is %lld", n,
 			      (long long)st.st_size);
+			verify_wrong((size_t)i);
 			continue;
 		}
 		if (check_whole(path, buf, (size_t)n, UINT64_MAX,
 				O.version_set ? O.version : 0,
-				O.size_set ? O.size : 0, &key, &ver) < 0)
+				O.size_set ? O.size : 0, &key, &ver) < 0) {
+			verify_wrong((size_t)i);
 			continue;
+		}
 		if (ends_with(base, ".bin")) {
 			char h[65];
 
@@ -133,8 +159,11 @@ static void *verify_thread(void *arg)
 		if (strcmp(base, want) != 0) {
 			failf(path, 0, "holds key %" PRIu64 " which belongs to "
 			      "name %s", key, want);
+			verify_wrong((size_t)i);
 			continue;
 		}
+		verify_found((size_t)i, ends_with(base, ".bin") ? LAYOUT_BIN :
+			     LAYOUT_PT, key, ver);
 		atomic_fetch_add(&c->bytes, (unsigned long long)n);
 		atomic_fetch_add(&c->stored, 1);
 	}
@@ -145,11 +174,13 @@ static void *verify_thread(void *arg)
 int cmd_verify(void)
 {
 	struct counters c = { 0 };
-	char extra[120];
+	char extra[200];
+	const char *counts;
 	double t0 = now_sec();
 	unsigned long long found;
 
 	walk(O.dir);
+	verify_files(g_nfiles);
 	atomic_store(&g_next, 0);
 	{
 		int n = O.threads, i;
@@ -176,8 +207,15 @@ int cmd_verify(void)
 	if (O.min >= 0 && g_nfiles < (unsigned long long)O.min)
 		failf(O.dir, 0, "found %zu blocks, expected at least %lld",
 		      g_nfiles, O.min);
-	snprintf(extra, sizeof(extra), "blocks=%zu valid=%llu tmp=%llu",
-		 g_nfiles, found, g_tmp_found);
+	manifest_check(&counts);
+	if (O.report)
+		snprintf(extra, sizeof(extra),
+			 "blocks=%zu valid=%llu tmp=%llu enoent=%llu eio=%llu %s",
+			 g_nfiles, found, g_tmp_found, atomic_load(&g_enoent),
+			 atomic_load(&g_eio), counts);
+	else
+		snprintf(extra, sizeof(extra), "blocks=%zu valid=%llu tmp=%llu %s",
+			 g_nfiles, found, g_tmp_found, counts);
 	summary("verify", &c, t0, extra);
 	for (size_t i = 0; i < g_nfiles; i++)
 		free(g_files[i]);

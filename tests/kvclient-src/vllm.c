@@ -51,6 +51,66 @@ out:
 	return rc;
 }
 
+static atomic_ullong g_store_failed;
+
+/*
+ * --report: a store of block @key failed at @step with errno @e, after
+ * the client cleaned up as vLLM does.  Reported on stdout, not a failure;
+ * but the name must not exist unless the step came after the rename
+ * (fsync).  Returns 1 if handled so, 0 without --report.
+ */
+static int store_report(uint64_t key, const char *dest, const char *step, int e)
+{
+	int after_rename = !strcmp(step, "fsync");
+
+	if (!O.report)
+		return 0;
+	atomic_fetch_add(&g_store_failed, 1);
+	pthread_mutex_lock(&g_out_mu);
+	printf("%" PRIu64 " %s %s\n", key, step, errname(e));
+	pthread_mutex_unlock(&g_out_mu);
+	if (access(dest, F_OK) == 0) {
+		if (!after_rename)
+			failf(dest, 0, "store failed at %s with %s but the name exists",
+			      step, errname(e));
+	} else if (errno != ENOENT || after_rename) {
+		failf(dest, 0, "access after a store that failed at %s: %s (expected %s)",
+		      step, errname(errno), after_rename ? "the name" : "ENOENT");
+	}
+	return 1;
+}
+
+/* vllm-load --manifest: the keys to load, from manifest_keys(). */
+static uint64_t *g_keys;
+
+static uint64_t key_of(long long i)
+{
+	return g_keys ? g_keys[i] : O.key_base + (uint64_t)i;
+}
+
+/* fsync of @path opened read-only (@dir: of its directory): what makes a
+ * block durable once it has its final name.  0 or an errno. */
+static int fsync_path(const char *path, int dir)
+{
+	char parent[PATH_MAX];
+	int fd, e = 0;
+
+	if (dir) {
+		snprintf(parent, sizeof(parent), "%s", path);
+		*strrchr(parent, '/') = '\0';
+		path = parent;
+	}
+	fd = open(path, O_RDONLY | (dir ? O_DIRECTORY : 0));
+
+	if (fd < 0)
+		return errno;
+	if (fsync(fd) < 0)
+		e = errno;
+	if (close(fd) < 0 && !e)
+		e = errno;
+	return e;
+}
+
 static void *vllm_store_thread(void *arg)
 {
 	struct worker *w = arg;
@@ -73,25 +133,31 @@ static void *vllm_store_thread(void *arg)
 			continue;
 		}
 		if (errno != ENOENT) {
-			failf(dest, 0, "access(F_OK): %s", errname(errno));
+			if (!mount_gone(errno))
+				failf(dest, 0, "access(F_OK): %s",
+				      errname(errno));
 			continue;
 		}
 		if (mkdir_parents(dest) < 0) {
 			e = errno;
-			if (!store_enospc(dest, e))
+			if (!store_report(key, dest, "mkdir", e) && !store_stops(dest, e))
 				failf(dest, 0, "mkdir -p parent: %s", errname(e));
 			continue;
 		}
 		if (O.no_rename)
 			suffix = rng_next(&rs) >> 1;
-		snprintf(tmp, sizeof(tmp), "%s_%" PRIu64 ".tmp", dest, suffix);
+		if (O.in_place)
+			snprintf(tmp, sizeof(tmp), "%s", dest);
+		else
+			snprintf(tmp, sizeof(tmp), "%s_%" PRIu64 ".tmp", dest, suffix);
 		fill_block(buf, O.size, key, O.version);
-		fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_TRUNC | dflag(),
-			  0644);
+		fd = open(tmp, (O.in_place ? 0 : O_EXCL) | O_CREAT | O_WRONLY | O_TRUNC |
+			  dflag(), 0644);
 		if (fd < 0) {
 			e = errno;
-			if (!store_enospc(dest, e))
-				failf(tmp, 0, "open(O_CREAT|O_EXCL%s): %s",
+			if (!store_report(key, dest, "open", e) && !store_stops(dest, e))
+				failf(tmp, 0, "open(O_CREAT%s%s): %s",
+				      O.in_place ? "" : "|O_EXCL",
 				      dflag() ? "|O_DIRECT" : "", errname(e));
 			continue;
 		}
@@ -99,17 +165,26 @@ static void *vllm_store_thread(void *arg)
 		if (e) {
 			close(fd);
 			unlink(tmp);
-			if (!store_enospc(dest, e))
+			if (!store_report(key, dest, "write", e) && !store_stops(dest, e))
 				failf(tmp, (long long)done,
 				      "write of %zu bytes: %s after %zu bytes",
 				      O.size, errname(e), done);
 			continue;
 		}
 		atomic_fetch_add(&c->bytes, O.size);
+		if (O.fsync && fsync(fd) < 0) {
+			e = errno;
+			close(fd);
+			if (!O.in_place)
+				unlink(tmp);
+			if (O.in_place || !store_report(key, dest, "fsync-staged", e))
+				failf(tmp, 0, "fsync: %s", errname(e));
+			continue;
+		}
 		if (close(fd) < 0) {
 			e = errno;
 			unlink(tmp);
-			if (!store_enospc(dest, e))
+			if (!store_report(key, dest, "close", e) && !store_stops(dest, e))
 				failf(tmp, 0, "close: %s", errname(e));
 			continue;
 		}
@@ -117,14 +192,21 @@ static void *vllm_store_thread(void *arg)
 			atomic_fetch_add(&c->tmps, 1);
 			continue;
 		}
-		if (rename(tmp, dest) < 0) {
+		if (!O.in_place && rename(tmp, dest) < 0) {
 			e = errno;
 			unlink(tmp);
-			if (!store_enospc(dest, e))
+			if (!store_report(key, dest, "rename", e) && !store_stops(dest, e))
 				failf(dest, 0, "rename from %s: %s", tmp,
 				      errname(e));
 			continue;
 		}
+		if (O.fsync && !O.in_place && (e = fsync_path(dest, O.fsync_dir))) {
+			if (!store_report(key, dest, "fsync", e))
+				failf(dest, 0, "fsync of the %s after the rename: %s",
+				      O.fsync_dir ? "directory" : "file", errname(e));
+			continue;
+		}
+		manifest_stored(LAYOUT_BIN, key, O.version);
 		progress_tick(c);
 	}
 	free(buf);
@@ -347,7 +429,7 @@ static void *vllm_load_thread(void *arg)
 	long long i, mine = -1;
 
 	while ((i = next_load_index(&mine)) >= 0) {
-		uint64_t key = O.key_base + (uint64_t)i;
+		uint64_t key = key_of(i);
 		struct load_res r;
 
 		vllm_path(path, sizeof(path), key);
@@ -391,12 +473,16 @@ int cmd_vllm_store(void)
 	char extra[160];
 	double t0 = now_sec();
 
+	manifest_open();
 	if (O.odirect > 0 && odirect_probe() < 0)
 		return 1;
 	run_threads(O.threads, vllm_store_thread, &c);
 	snprintf(extra, sizeof(extra), "stored=%llu skipped=%llu tmp_left=%llu",
 		 atomic_load(&c.stored), atomic_load(&c.skipped),
 		 atomic_load(&c.tmps));
+	if (O.report)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+			 " failed=%llu", atomic_load(&g_store_failed));
 	summary("store", &c, t0, extra);
 	return 0;
 }
@@ -407,6 +493,8 @@ int cmd_vllm_load(void)
 	char extra[160];
 	double t0 = now_sec();
 
+	if (O.manifest)
+		O.blocks = (long long)manifest_keys(&g_keys);
 	if (O.same &&
 	    pthread_barrier_init(&g_same_barrier, NULL, (unsigned)O.threads))
 		die("pthread_barrier_init failed");
