@@ -40,16 +40,15 @@ struct kvt_layout {
 /* In a mount's staging directory: the mount marks its moves. */
 #define KVT_MARKS_MOVES "marks-moves"
 
-
 enum kvt_layout_open {
 	KVT_LAYOUT_EXISTING, /* a store, or an error */
 	KVT_LAYOUT_CREATE,   /* an empty directory becomes a store */
 };
 
 /* Opens the store at @lowerdir: its marker must say this format, and its
- * three areas be directories (moves/ too, where it exists).  With KVT_LAYOUT_CREATE an empty directory
- * (lost+found allowed) is made into a store first.  On failure @err says
- * why in one line naming LOWERDIR. */
+ * three areas be directories (moves/ too, where it exists).  With
+ * KVT_LAYOUT_CREATE an empty directory (lost+found allowed) is made into a
+ * store first.  On failure @err says why in one line naming LOWERDIR. */
 bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 		     struct kvt_layout *out, GError **err);
 void kvt_layout_close(struct kvt_layout *l);
@@ -74,9 +73,11 @@ int kvt_marker_parse(const char *buf, size_t len, int *version);
  * Asks without taking (F_OFD_GETLK), so it works on a read-only store. */
 int kvt_staging_live(struct kvt_layout *l, const char *name);
 /* Removes staging/@name and all it holds, unless a live mount holds its
- * lock (-EBUSY): the lock is taken first, so that a mount that came to
- * life meanwhile keeps its files.  Files only, one level of directories
- * (a staging directory is flat); nothing is followed. */
+ * lock (-EBUSY): the lock is taken first (its file made if missing) and
+ * its file goes last, so that a mount that came to life meanwhile keeps
+ * its files, and one being born there fails to lock and starts over.
+ * Files only, one level of directories (a staging directory is flat);
+ * nothing is followed. */
 int kvt_staging_remove(struct kvt_layout *l, const char *name);
 /* Takes the lock of a staging directory: -EAGAIN if a live mount holds
  * it.  The fd holds the lock; close it to let go. */

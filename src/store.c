@@ -30,6 +30,7 @@ static int make_stage(struct kvt_store *s)
 
 	gethostname(host, sizeof(host) - 1);
 	for (int attempt = 0; attempt < 8; attempt++) {
+		struct stat st;
 		int ret, fd;
 
 		g_free(s->mount_id);
@@ -40,6 +41,8 @@ static int make_stage(struct kvt_store *s)
 			continue;
 		if (ret == 0)
 			ret = kvt_dir_open(s->layout.staging, s->mount_id, &s->stage);
+		if (ret == -ENOENT)
+			continue; /* taken for a dead mount's already */
 		if (ret < 0)
 			return ret;
 		/* Before the lock: whoever sees this mount live sees that it
@@ -53,8 +56,14 @@ static int make_stage(struct kvt_store *s)
 		}
 		close(fd);
 		s->lockfd = kvt_staging_lock(s->stage, true);
-		if (s->lockfd >= 0)
+		/* Held: no removal is under way here (kvt_staging_remove),
+		 * but one may have finished, and taken our marks-moves. */
+		if (s->lockfd >= 0 && kvt_dir_stat(s->stage, KVT_MARKS_MOVES, &st) == 0)
 			return 0;
+		if (s->lockfd >= 0) {
+			close(g_steal_fd(&s->lockfd));
+			kvt_staging_remove(&s->layout, s->mount_id);
+		}
 		/* A mount starting at the same instant took our lockless
 		 * directory for a dead one: start over. */
 		g_clear_pointer(&s->stage, kvt_dir_unref);

@@ -19,6 +19,7 @@
 #include "../src/layout.h"
 #include "../src/log.h"
 #include "../src/reclaim.h"
+#include "../src/store-int.h"
 #include "unit.h"
 
 #define SIZE 4096
@@ -282,6 +283,77 @@ static void pass_with(enum how how, struct kvt_reclaim_result *res, bool *kept, 
 	*top_out = top;
 }
 
+/* ---------------------------------------------------------------- births */
+
+struct remover {
+	struct kvt_layout l;
+	gint stop;
+	guint n;
+};
+
+/* What a pass does first (and a mount's start): every staging directory
+ * whose lock is free is a dead mount's, and goes. */
+static gpointer remove_dead(gpointer data)
+{
+	struct remover *r = data;
+
+	while (!g_atomic_int_get(&r->stop)) {
+		int ret;
+		g_autoptr(GPtrArray) ents = kvt_dir_list(r->l.staging, false, &ret);
+
+		for (guint i = 0; ents && i < ents->len; i++) {
+			const struct kvt_dirent *e = ents->pdata[i];
+
+			if (kvt_staging_live(&r->l, e->name) == 0 &&
+			    kvt_staging_remove(&r->l, e->name) != -EBUSY)
+				r->n++;
+		}
+		g_usleep(1000);
+	}
+	return NULL;
+}
+
+/* Mounts start and end @n times while dead staging is removed over and
+ * over beside them; how many of those mounts, once started, did not hold
+ * their lock, or had lost their marks-moves (in *@lost_mark). */
+static guint births_beside_removals(const char *t, guint n, guint *lost_mark, guint *removals)
+{
+	g_autoptr(GError) err = NULL;
+	struct kvt_store *first = kvt_store_open(t, &err);
+	struct remover r = { 0 };
+	GThread *th;
+	guint bad = 0;
+
+	kvt_store_close(first);
+	*lost_mark = 0;
+	*removals = 0;
+	if (!first || !kvt_layout_open(t, KVT_LAYOUT_EXISTING, &r.l, &err))
+		return n;
+	th = g_thread_new("remover", remove_dead, &r);
+	for (guint i = 0; i < n; i++) {
+		struct kvt_store *s = kvt_store_open(t, &err);
+		struct stat st;
+
+		if (!s) {
+			printf("# a mount could not start: %s\n", err->message);
+			g_clear_error(&err);
+			bad++;
+			continue;
+		}
+		if (kvt_staging_live(&s->layout, s->mount_id) != 1 ||
+		    kvt_dir_stat(s->stage, "lock", &st) < 0)
+			bad++;
+		else if (kvt_dir_stat(s->stage, KVT_MARKS_MOVES, &st) < 0)
+			(*lost_mark)++;
+		kvt_store_close(s);
+	}
+	g_atomic_int_set(&r.stop, 1);
+	g_thread_join(th);
+	kvt_layout_close(&r.l);
+	*removals = r.n;
+	return bad;
+}
+
 int main(void)
 {
 	g_autofree char *top = g_dir_make_tmp("kvt-reclaim-XXXXXX", NULL);
@@ -293,7 +365,7 @@ int main(void)
 
 	kvt_log_init(FALSE);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("1..27\n");
+	printf("1..29\n");
 
 	/* ---- orphans of every kind, and what must stay ------------------ */
 	good = dead_mount_stores(top, "n", 10);
@@ -524,6 +596,19 @@ int main(void)
 				good = good && reads_back(t, name, 'A' + i % 26, SIZE);
 		}
 		ok(good, "every name still reads back");
+		cleanup(t);
+	}
+
+	/* ---- mounts born while dead staging is removed ------------------ */
+	{
+		g_autofree char *t = g_dir_make_tmp("kvt-reclaim-XXXXXX", NULL);
+		guint lost, removals, bad = births_beside_removals(t, 2000, &lost, &removals);
+
+		printf("# 2000 mounts beside %u removals: %u without their lock, %u without "
+		       "marks-moves\n", removals, bad, lost);
+		ok(bad == 0, "2000 mounts started while dead staging was removed beside them "
+		   "(as every pass does): all hold their lock");
+		ok(lost == 0, "... and all still say that they mark their moves");
 		cleanup(t);
 	}
 
