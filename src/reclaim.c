@@ -68,8 +68,9 @@
  * is gone.
  *
  * Cost and bounds.  Work is paced to @rate lower entries a second: a
- * record read (open, fstat, read, close, with O_NOATIME: its times are the
- * visible file's, which evictors read) or an object link looked at (one
+ * record read (open, fstat, read, close, with O_NOATIME where allowed: its
+ * times are the visible file's, which evictors read) or an object link
+ * looked at (one
  * listing entry; a stat for an anchor, an open for a reference no record
  * named).  Memory: the filter (ten bits a record, at most filter_bytes: a
  * store with more records is swept a range of fan-out directories per
@@ -97,7 +98,6 @@
 
 /* Why a pass swept nothing; the first ones hold until a mount changes. */
 static const char WHY_OLD_MOUNT[] = "a mount that does not mark its moves (an older kvtierfs) uses the store";
-static const char WHY_NOATIME[] = "records cannot be read without moving their access time (O_NOATIME refused)";
 static const char WHY_DEEP[] = "names/ is nested deeper than 256 directories";
 static const char WHY_STOPPED[] = "stopped";
 
@@ -408,12 +408,11 @@ static const char *walk_entry(struct pass *p, GArray *stack, const struct kvt_di
 	ret = kvt_name_peek(f->d, e->name, &rec);
 	if (ret == -ENOENT || ret == -EBADMSG)
 		return NULL; /* removed, or names nothing */
-	if (ret == -EPERM)
-		return WHY_NOATIME;
 	if (ret < 0)
 		return "a record cannot be read";
 	p->res->records++;
-	if (in_range(p->res, &rec.hash))
+	/* A symbolic link or a special file has no object. */
+	if (rec.kind == KVT_KIND_FILE && rec.ref[0] && in_range(p->res, &rec.hash))
 		filter_add(&p->f, &rec.hash, rec.ref);
 	kvt_record_clear(&rec);
 	return NULL;
@@ -637,10 +636,10 @@ static void report(struct kvt_reclaimer *r, const struct kvt_reclaim_result *res
 	if (res->reclaimed)
 		g_message("reclaimed %" G_GUINT64_FORMAT " orphan object link(s), %"
 			  G_GUINT64_FORMAT " bytes, in objects/%02x-%02x (%" G_GUINT64_FORMAT
-			  " records read, %.1f s)", res->reclaimed, res->bytes, res->lo,
-			  res->hi - 1, res->records, res->secs);
-	if ((res->aborted == WHY_OLD_MOUNT || res->aborted == WHY_NOATIME ||
-	     res->aborted == WHY_DEEP) && !r->warned) {
+			  " records read, %" G_GUINT64_FORMAT " links looked at, %.2f s)",
+			  res->reclaimed, res->bytes, res->lo, res->hi - 1, res->records,
+			  res->links, res->secs);
+	if ((res->aborted == WHY_OLD_MOUNT || res->aborted == WHY_DEEP) && !r->warned) {
 		g_warning("reclamation of orphans waits: %s", res->aborted);
 		r->warned = true;
 	} else if (res->aborted) {
