@@ -61,18 +61,24 @@
  *     torn); one that cannot be read stops the pass.
  * What it rests on: link and unlink set the change time of the inode;
  * the file system's clock does not go back (a pass that sees it go back
- * stops); a lock dies with its mount and a dead mount sends nothing more
- * (NFS: at lease expiry); readdir as above; every mount of the store marks
+ * stops); a lock dies with its mount, and only then (a removal of dead
+ * staging never takes the lock file of a mount being born:
+ * kvt_staging_remove), and a dead mount sends nothing more (NFS: at lease
+ * expiry); readdir as above; every mount of the store marks
  * its moves (a live one that does not say so stops every pass: an older
  * kvtierfs).  Orphans of a live mount (its failed rollback) wait until it
- * is gone.
+ * is gone.  What no other mount can see is not protected: the object of a
+ * file renamed over, which a mount keeps in memory for a process that
+ * looked the name up before the rename (release_on_free, namespace.c), is
+ * an orphan to the store, and a pass that began after the rename may take
+ * it; that process's open then fails (ENOENT, as if the rename had come
+ * first), it never reads other bytes.
  *
  * Cost and bounds.  Work is paced to @rate lower entries a second: a
  * record read (open, fstat, read, close, with O_NOATIME where allowed: its
  * times are the visible file's, which evictors read) or an object link
- * looked at (one
- * listing entry; a stat for an anchor, an open for a reference no record
- * named).  Memory: the filter (ten bits a record, at most filter_bytes: a
+ * looked at (one listing entry; a stat for an anchor, an open for a
+ * reference no record named).  Memory: the filter (ten bits a record, at most filter_bytes: a
  * store with more records is swept a range of fan-out directories per
  * pass, its size learnt from the pass before), one listing per level of
  * names/ being walked, as the daemon's readdir takes, and one fan-out
