@@ -25,7 +25,7 @@
  *      pass 2 could not read every record: an unread record's object would
  *      look orphaned.
  *   4. staging/: every directory is a dead mount's (a live one made the
- *      check refuse to start).
+ *      check refuse to start); so is every marker in moves/.
  * A record whose object is torn or gone is removed: a name either reads
  * back exactly its bytes or does not exist. */
 #include "check.h"
@@ -285,7 +285,8 @@ static void check_marker(struct ctx *c, int marker)
 /* Anything at the top of LOWERDIR that a store does not have. */
 static void check_top(struct ctx *c)
 {
-	static const char *const dirs[] = { "objects", "names", "staging", "lost+found" };
+	static const char *const dirs[] = { "objects", "names", "staging", KVT_MOVES,
+					    "lost+found" };
 	g_autoptr(GPtrArray) top = list_dir(c, c->l.root, "LOWERDIR");
 
 	for (guint i = 0; top && i < top->len; i++) {
@@ -665,6 +666,33 @@ static void check_staging(struct ctx *c)
 	}
 }
 
+/* Markers in moves/: every one is a dead mount's, which died moving
+ * records (reclaim.c). */
+static void check_moves(struct ctx *c)
+{
+	g_autoptr(GPtrArray) ents = c->l.moves ? list_dir(c, c->l.moves, KVT_MOVES) : NULL;
+
+	for (guint i = 0; ents && i < ents->len; i++) {
+		const struct kvt_dirent *e = ents->pdata[i];
+		g_autofree char *path = g_strdup_printf(KVT_MOVES "/%s", e->name);
+		struct stat st;
+		int ret = kvt_dir_stat(c->l.moves, e->name, &st);
+
+		if (ret < 0) {
+			if (ret != -ENOENT)
+				walk_error(c, "%s: cannot stat: %s", path, g_strerror(-ret));
+			continue;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			problem(c, KVT_UNKNOWN, path, false, 0, "%s, not a marker",
+				type_name(st.st_mode));
+			continue;
+		}
+		problem(c, KVT_STALE_STAGING, path, true, remove_at(c, c->l.moves, e->name),
+			"a rename by a mount that is gone");
+	}
+}
+
 /* ------------------------------------------------------------ entry */
 
 bool kvt_check(const char *lowerdir, const struct kvt_check_opts *opts,
@@ -712,6 +740,7 @@ bool kvt_check(const char *lowerdir, const struct kvt_check_opts *opts,
 		each_fanout(&c, false, orphans_fanout);
 	}
 	check_staging(&c);
+	check_moves(&c);
 	ok = true;
 out:
 	if (c.torn)

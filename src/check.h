@@ -13,7 +13,7 @@ enum kvt_problem {
 	KVT_UNPARSABLE,    /* file in names/ that is not a record */
 	KVT_ORPHAN,        /* reference or anchor that no record uses */
 	KVT_SHARED_REF,    /* record using a reference another record uses */
-	KVT_STALE_STAGING, /* staging directory of a dead mount */
+	KVT_STALE_STAGING, /* staging directory, or moves/ marker, of a dead mount */
 	KVT_UNKNOWN,       /* anything kvtierfs does not create */
 	KVT_LOST_MARKER,   /* the store's marker is missing, empty or garbage
 			    * (a power cut before it was synced) */

@@ -12,6 +12,8 @@
 #include "fault.h"
 
 static const char *const areas[] = { "objects", "names", "staging" };
+/* Made with a new store; opened where it exists (layout.h). */
+static const char *const new_areas[] = { "objects", "names", "staging", KVT_MOVES };
 
 static bool fail(GError **err, int errnum, const char *lowerdir, const char *fmt, ...)
 	G_GNUC_PRINTF(4, 5);
@@ -148,26 +150,31 @@ static int create_store(struct kvt_dir *root)
 {
 	int ret;
 
-	for (size_t i = 0; i < G_N_ELEMENTS(areas); i++) {
-		ret = kvt_dir_mkdir(root, areas[i], 0755);
+	for (size_t i = 0; i < G_N_ELEMENTS(new_areas); i++) {
+		ret = kvt_dir_mkdir(root, new_areas[i], 0755);
 		if (ret < 0 && ret != -EEXIST)
 			return ret;
 	}
 	return kvt_layout_write_marker(root);
 }
 
-/* The three areas, opened into @out. */
+/* The three areas, and moves/ where it exists, opened into @out. */
 static int open_areas(struct kvt_layout *out, const char **which)
 {
 	struct kvt_dir **dirs[] = { &out->objects, &out->names, &out->staging };
+	int ret;
 
 	for (size_t i = 0; i < G_N_ELEMENTS(areas); i++) {
-		int ret = kvt_dir_open(out->root, areas[i], dirs[i]);
-
+		ret = kvt_dir_open(out->root, areas[i], dirs[i]);
 		if (ret < 0) {
 			*which = areas[i];
 			return ret;
 		}
+	}
+	ret = kvt_dir_open(out->root, KVT_MOVES, &out->moves);
+	if (ret < 0 && ret != -ENOENT) {
+		*which = KVT_MOVES;
+		return ret;
 	}
 	return 0;
 }
@@ -270,17 +277,18 @@ bool kvt_layout_open_unmarked(const char *lowerdir, struct kvt_layout *out, int 
 
 void kvt_layout_close(struct kvt_layout *l)
 {
+	g_clear_pointer(&l->moves, kvt_dir_unref);
 	g_clear_pointer(&l->staging, kvt_dir_unref);
 	g_clear_pointer(&l->names, kvt_dir_unref);
 	g_clear_pointer(&l->objects, kvt_dir_unref);
 	g_clear_pointer(&l->root, kvt_dir_unref);
 }
 
-int kvt_staging_lock(struct kvt_dir *stage, bool create)
+/* The lock of @stage, opened with @oflags and taken. */
+static int take_lock(struct kvt_dir *stage, int oflags)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	int fd = kvt_dir_open_file(stage, "lock", O_RDWR | (create ? O_CREAT | O_EXCL : 0),
-				   0600, NULL);
+	int fd = kvt_dir_open_file(stage, "lock", O_RDWR | oflags, 0600, NULL);
 
 	if (fd < 0)
 		return fd;
@@ -291,6 +299,11 @@ int kvt_staging_lock(struct kvt_dir *stage, bool create)
 		return ret;
 	}
 	return fd;
+}
+
+int kvt_staging_lock(struct kvt_dir *stage, bool create)
+{
+	return take_lock(stage, create ? O_CREAT | O_EXCL : 0);
 }
 
 int kvt_staging_live(struct kvt_layout *l, const char *name)
@@ -322,7 +335,11 @@ int kvt_staging_remove(struct kvt_layout *l, const char *name)
 		/* A symbolic link or a file where a staging directory should
 		 * be: only the entry itself goes, never what it points to. */
 		return ret == -ENOTDIR || ret == -ELOOP ? kvt_dir_unlink(l->staging, name) : ret;
-	lock = kvt_staging_lock(stage, false);
+	/* The lock is taken first, made if it is missing, and its file goes
+	 * last: a mount being born here (its lock not made or not taken yet)
+	 * then fails to make or take it and starts over in another
+	 * directory, and a mount that holds it keeps every file. */
+	lock = take_lock(stage, O_CREAT);
 	if (lock == -EAGAIN)
 		return -EBUSY;
 	ents = kvt_dir_list(stage, false, &ret);
@@ -330,16 +347,21 @@ int kvt_staging_remove(struct kvt_layout *l, const char *name)
 		return ret;
 	for (guint i = 0; i < ents->len; i++) {
 		const struct kvt_dirent *e = ents->pdata[i];
-		int r = kvt_dir_unlink(stage, e->name);
+		int r;
 
+		if (lock >= 0 && !strcmp(e->name, "lock"))
+			continue;
 		/* A directory in a staging directory is nobody's; one level
 		 * is all a staging directory can hold. */
+		r = kvt_dir_unlink(stage, e->name);
 		if (r == -EISDIR)
 			r = kvt_dir_rmdir(stage, e->name);
 		if (r < 0 && r != -ENOENT && !ret)
 			ret = r;
 	}
-	if (ret == 0)
+	if (ret == 0 && lock >= 0)
+		ret = kvt_dir_unlink(stage, "lock");
+	if (ret == 0 || ret == -ENOENT)
 		ret = kvt_dir_rmdir(l->staging, name);
 	return ret == -ENOENT ? 0 : ret;
 }

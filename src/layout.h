@@ -6,11 +6,19 @@
  *   objects/<ab>/<hash>.<ref> reference: one hard link per name record
  *   names/<visible path>      name records (record.h) and directories
  *   staging/<mount id>/       one mount's unpublished files, with "lock"
+ *                             and "marks-moves"
+ *   moves/<token>.<n>         a rename of published names in progress
  *
  * A mount holds an OFD write lock on its staging/<id>/lock for its
  * lifetime; the kernel (or the NFS server, at lease expiry) drops it when
  * the mount dies, so a staging directory whose lock can be taken belongs
- * to nobody.  No lock file outlives the lock's meaning. */
+ * to nobody.  No lock file outlives the lock's meaning.  A mount marks
+ * every move of a record in moves/ for as long as it lasts, and says so
+ * with staging/<id>/marks-moves, made before its lock is taken: the rule
+ * by which a mounted store reclaims orphans rests on it (reclaim.c).
+ * moves/ came after format 1 was fixed: a store made before it gets it at
+ * its next mount, and a store without it is read as one where no move is
+ * in progress. */
 #pragma once
 #include <glib.h>
 #include <stdbool.h>
@@ -25,7 +33,12 @@ struct kvt_layout {
 	struct kvt_dir *objects;
 	struct kvt_dir *names;
 	struct kvt_dir *staging; /* staging/, every mount's */
+	struct kvt_dir *moves;   /* moves/; NULL in a store made before it */
 };
+
+#define KVT_MOVES "moves"
+/* In a mount's staging directory: the mount marks its moves. */
+#define KVT_MARKS_MOVES "marks-moves"
 
 enum kvt_layout_open {
 	KVT_LAYOUT_EXISTING, /* a store, or an error */
@@ -33,9 +46,9 @@ enum kvt_layout_open {
 };
 
 /* Opens the store at @lowerdir: its marker must say this format, and its
- * three areas be directories.  With KVT_LAYOUT_CREATE an empty directory
- * (lost+found allowed) is made into a store first.  On failure @err says
- * why in one line naming LOWERDIR. */
+ * three areas be directories (moves/ too, where it exists).  With
+ * KVT_LAYOUT_CREATE an empty directory (lost+found allowed) is made into a
+ * store first.  On failure @err says why in one line naming LOWERDIR. */
 bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 		     struct kvt_layout *out, GError **err);
 void kvt_layout_close(struct kvt_layout *l);
@@ -60,9 +73,11 @@ int kvt_marker_parse(const char *buf, size_t len, int *version);
  * Asks without taking (F_OFD_GETLK), so it works on a read-only store. */
 int kvt_staging_live(struct kvt_layout *l, const char *name);
 /* Removes staging/@name and all it holds, unless a live mount holds its
- * lock (-EBUSY): the lock is taken first, so that a mount that came to
- * life meanwhile keeps its files.  Files only, one level of directories
- * (a staging directory is flat); nothing is followed. */
+ * lock (-EBUSY): the lock is taken first (its file made if missing) and
+ * its file goes last, so that a mount that came to life meanwhile keeps
+ * its files, and one being born there fails to lock and starts over.
+ * Files only, one level of directories (a staging directory is flat);
+ * nothing is followed. */
 int kvt_staging_remove(struct kvt_layout *l, const char *name);
 /* Takes the lock of a staging directory: -EAGAIN if a live mount holds
  * it.  The fd holds the lock; close it to let go. */

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "notify.h"
 #include "options.h"
+#include "reclaim.h"
 #include "store.h"
 #include "uring.h"
 
@@ -205,6 +206,7 @@ static void fs_fini(struct kvt_fs *fs)
 /* Mounts, says ready, serves until unmounted; the exit status. */
 static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt)
 {
+	struct kvt_reclaimer *reclaimer = NULL;
 	struct fuse_loop_config *loop;
 	int ret;
 
@@ -230,6 +232,13 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 			g_warning("ready_fd %d: %s", o->ready_fd, g_strerror(errno));
 		close(o->ready_fd);
 	}
+	/* After daemonizing: a thread does not survive the fork. */
+	if (o->reclaim) {
+		struct kvt_reclaim_opts ro = { .rate = (unsigned)o->reclaim };
+
+		reclaimer = kvt_reclaimer_new(fs->store, &ro);
+		kvt_reclaimer_start(reclaimer, o->reclaim_interval);
+	}
 
 	/* libfuse 3.14 keeps idle threads by default (max_idle_threads -1):
 	 * creating them per request would burn CPU. */
@@ -239,6 +248,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 		fuse_loop_cfg_set_idle_threads(loop, (unsigned)o->max_idle_threads);
 	ret = fuse_session_loop_mt(fs->se, loop);
 	fuse_loop_cfg_destroy(loop);
+	kvt_reclaimer_free(reclaimer);
 	/* What is still queued for the kernel goes before it is gone. */
 	kvt_notifier_free(g_steal_pointer(&fs->notifier));
 	fuse_session_unmount(fs->se);

@@ -101,6 +101,20 @@ int kvt_name_lookup(struct kvt_store *s, struct kvt_dir *d, const char *name, bo
 	return -EIO;
 }
 
+int kvt_name_peek(struct kvt_dir *d, const char *name, struct kvt_record *rec)
+{
+	struct stat st;
+	kvt_autofd fd = kvt_dir_open_file(d, name, O_RDONLY | O_NOATIME, 0, &st);
+
+	/* Not ours and no CAP_FOWNER: read all the same. */
+	if (fd == -EPERM)
+		fd = kvt_dir_open_file(d, name, O_RDONLY, 0, &st);
+	kvt_record_init(rec);
+	if (fd < 0)
+		return fd;
+	return read_record_fd(fd, name, &st, rec);
+}
+
 /* Writes @rec to a new file in staging, with @sync durably; its name in
  * *@name_out. */
 static int write_stage_record(struct kvt_store *s, const struct kvt_record *rec,
@@ -205,7 +219,7 @@ fail:
 
 plain_rename:
 	/* File systems without renameat2 flags (NFS): best effort on which
-	 * record was replaced; a lost race leaves an object for fsck. */
+	 * record was replaced; a lost race leaves an orphan (reclaim.c). */
 	if (kvt_name_read(d, name, old, &st) < 0)
 		kvt_record_clear(old);
 	ret = kvt_dir_rename(s->stage, tmp, d, name, 0);
@@ -261,14 +275,13 @@ int kvt_name_remove(struct kvt_store *s, struct kvt_dir *d, const char *name)
 	return ret;
 }
 
-int kvt_name_rename(struct kvt_store *s, struct kvt_dir *from, const char *fname,
-		    struct kvt_dir *to, const char *tname, unsigned int flags,
-		    struct kvt_record *replaced)
+static int rename_marked(struct kvt_store *s, struct kvt_dir *from, const char *fname,
+			 struct kvt_dir *to, const char *tname, unsigned int flags,
+			 struct kvt_record *replaced)
 {
 	struct stat sst, dst;
 	int ret;
 
-	kvt_record_init(replaced);
 	ret = kvt_dir_stat(from, fname, &sst);
 	if (ret < 0)
 		return ret;
@@ -316,6 +329,23 @@ int kvt_name_rename(struct kvt_store *s, struct kvt_dir *from, const char *fname
 	return ret;
 }
 
+int kvt_name_rename(struct kvt_store *s, struct kvt_dir *from, const char *fname,
+		    struct kvt_dir *to, const char *tname, unsigned int flags,
+		    struct kvt_record *replaced)
+{
+	char *marker = NULL;
+	int ret;
+
+	kvt_record_init(replaced);
+	/* A record, or a directory of them, moves: marked while it does. */
+	ret = kvt_store_move_begin(s, &marker);
+	if (ret < 0)
+		return ret;
+	ret = rename_marked(s, from, fname, to, tname, flags, replaced);
+	kvt_store_move_end(s, marker);
+	return ret;
+}
+
 int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		   const struct kvt_record *rec)
 {
@@ -323,13 +353,17 @@ int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
 
 	if (name) {
 		g_autofree char *tmp = kvt_store_stage_name(s, 'p');
+		char *marker = NULL;
 		struct kvt_record now;
 
 		/* Taking the record into our staging is the atomic step.  The
 		 * record to go is @rec's, or with @rec NULL an unparsable one;
 		 * one that parses and is not @rec's is another mount's newer
-		 * version, put there meanwhile: it goes back. */
-		ret = kvt_dir_rename(d, name, s->stage, tmp, 0);
+		 * version, put there meanwhile: it goes back, a move (marked
+		 * for reclamation, reclaim.c). */
+		ret = kvt_store_move_begin(s, &marker);
+		if (ret == 0)
+			ret = kvt_dir_rename(d, name, s->stage, tmp, 0);
 		if (ret == -ENOENT) {
 			ret = 0;
 		} else if (ret == 0) {
@@ -345,6 +379,7 @@ int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
 			removed |= !other;
 			kvt_record_clear(&now);
 		}
+		kvt_store_move_end(s, marker);
 	}
 	if (!rec)
 		return ret < 0 ? ret : removed;

@@ -44,6 +44,10 @@ int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
 enum { KVT_LOOKUP_MISSING = 1 };
 int kvt_name_lookup(struct kvt_store *s, struct kvt_dir *d, const char *name, bool known,
 		    struct kvt_record *rec, struct stat *st, struct stat *ost, bool *fresh);
+/* Reads the record @d/@name as kvt_name_read, without moving its access
+ * time (the visible file's, which evictors read) where O_NOATIME is
+ * allowed: for a walk of every record. */
+int kvt_name_peek(struct kvt_dir *d, const char *name, struct kvt_record *rec);
 
 /* Atomically puts @rec at @d/@name.  A record it replaced is returned in
  * @old (old->ref[0] != 0), whose object the caller releases or keeps.
@@ -65,9 +69,10 @@ int kvt_name_take(struct kvt_store *s, struct kvt_dir *d, const char *name,
 int kvt_name_remove(struct kvt_store *s, struct kvt_dir *d, const char *name);
 
 /* rename(2) of a published name or a directory, with @flags (0,
- * RENAME_NOREPLACE, RENAME_EXCHANGE).  A directory follows rename(2)'s
- * rules.  A record that a file replaced is returned in @replaced for the
- * caller to release (or keep while someone may still open it). */
+ * RENAME_NOREPLACE, RENAME_EXCHANGE), marked in moves/ while it lasts
+ * (reclaim.c).  A directory follows rename(2)'s rules.  A record that a
+ * file replaced is returned in @replaced for the caller to release (or
+ * keep while someone may still open it). */
 int kvt_name_rename(struct kvt_store *s, struct kvt_dir *from, const char *fname,
 		    struct kvt_dir *to, const char *tname, unsigned int flags,
 		    struct kvt_record *replaced);

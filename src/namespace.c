@@ -335,7 +335,8 @@ static int rename_lower(struct kvt_fs *fs, struct rename *r)
 	if (r->flags & RENAME_EXCHANGE) {
 		if (!src_lower || !dst_lower)
 			return -EINVAL; /* unpublished files have no lower entry */
-		return kvt_dir_rename(r->pd, r->name, r->npd, r->newname, RENAME_EXCHANGE);
+		return kvt_name_rename(fs->store, r->pd, r->name, r->npd, r->newname,
+				       RENAME_EXCHANGE, &r->replaced);
 	}
 	if (r->st) {
 		/* Renaming a finished temp file to its final name is the

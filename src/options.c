@@ -31,6 +31,8 @@ enum value_key {
 	KEY_VERIFY_CACHE,
 	KEY_MAX_DIR_FDS,
 	KEY_SYNC,
+	KEY_RECLAIM,
+	KEY_RECLAIM_INTERVAL,
 	N_VALUE_KEYS
 };
 
@@ -118,6 +120,14 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		"sync", FLAG, FIELD(sync), .dflt_text = "off",
 		.help = "every publication durable before it returns",
 	},
+	[KEY_RECLAIM] = {
+		"reclaim", COUNT, FIELD(reclaim), 0, 1e9, 2000,
+		.metavar = "N", .help = "orphan reclamation: lower entries/s, 0 off",
+	},
+	[KEY_RECLAIM_INTERVAL] = {
+		"reclaim_interval", SECONDS, FIELD(reclaim_interval), 0, 86400, 60,
+		.metavar = "SEC", .help = "seconds between reclamation passes",
+	},
 };
 
 /* Both "name=value" and a bare "name" reach the processing function, so
@@ -147,6 +157,8 @@ static const struct fuse_opt kvt_opts[] = {
 	VALUE("verify_cache", KEY_VERIFY_CACHE),
 	VALUE("max_dir_fds", KEY_MAX_DIR_FDS),
 	VALUE("sync", KEY_SYNC),
+	VALUE("reclaim", KEY_RECLAIM),
+	VALUE("reclaim_interval", KEY_RECLAIM_INTERVAL),
 	/* libfuse's: noted, and kept for it */
 	SWITCH("allow_other", allow_other),
 	FUSE_OPT_KEY("allow_other", FUSE_OPT_KEY_KEEP),

@@ -26,6 +26,8 @@ struct kvt_options {
 	int verify_cache;
 	int max_dir_fds;
 	bool sync;		/* sync: publications durable at once */
+	int reclaim;		/* lower entries a second; 0: off */
+	double reclaim_interval;
 
 	char *lowerdir;
 	char *mountpoint;

@@ -19,7 +19,8 @@
  *   - before 3: the name is untouched (absent, or the old record); the
  *     staged file and, after 2, a reference that no record names remain.
  *     The next mount removes the dead staging directory; the reference is
- *     an orphan for kvtierfs-fsck --repair.
+ *     an orphan, which a reclamation pass removes (reclaim.c), as
+ *     kvtierfs-fsck --repair does.
  *   - after 3: the name is the new record and points at a complete
  *     object.  The staged file may remain (the next mount removes it
  *     with the dead staging), new bytes may have no anchor (they are not
@@ -179,8 +180,17 @@ int kvt_store_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		      struct stat *rec_st)
 {
 	struct kvt_record old;
-	int ret = kvt_name_install(s, d, name, rec, meta, false, &old);
+	char *marker = NULL;
+	int ret;
 
+	/* A new record file naming an existing reference takes the name's
+	 * place in its directory, maybe another place in a listing: a move
+	 * (reclaim.c). */
+	ret = kvt_store_move_begin(s, &marker);
+	if (ret < 0)
+		return ret;
+	ret = kvt_name_install(s, d, name, rec, meta, false, &old);
+	kvt_store_move_end(s, marker);
 	if (ret < 0)
 		return ret;
 	/* Another mount's newer version, replaced by ours: release what it

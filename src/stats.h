@@ -21,7 +21,11 @@
 	X(bytes_out)   /* bytes read by clients */                           \
 	X(evictions)   /* published names removed by clients (unlink) */     \
 	X(objects)     /* new objects written by this mount */               \
-	X(bytes_stored) /* bytes of those objects */
+	X(bytes_stored) /* bytes of those objects */                         \
+	X(orphans_reclaimed) /* object links no record used, removed */      \
+	X(orphan_bytes_reclaimed) /* bytes of the objects that went */       \
+	X(reclaim_passes) /* reclamation passes that swept */                \
+	X(reclaim_aborted) /* ... that stopped before sweeping */
 
 enum kvt_stat {
 #define KVT_STAT_ENUM(n) KVT_STAT_##n,

@@ -19,8 +19,19 @@ struct kvt_store {
 
 /* A name unique in this mount's staging area: "<kind>.<hex>". */
 char *kvt_store_stage_name(struct kvt_store *s, char kind);
-/* A reference id unique across mounts. */
+/* The last KVT_TOKEN_LEN characters of the mount id (random): the first
+ * ones of every reference id the mount makes, and of its markers in
+ * moves/, so that its references and moves can be told its own. */
+#define KVT_TOKEN_LEN 8
+const char *kvt_store_token(struct kvt_store *s);
+/* A reference id unique across mounts: the token, then a number. */
 void kvt_store_new_ref(struct kvt_store *s, char ref[KVT_REF_MAX]);
+/* A move of records (a rename of a name or a directory, the rewrite of a
+ * record, a record put back) is marked in moves/ while it lasts: begin
+ * creates the marker (its name in *@marker), end removes it and frees the
+ * name.  A move whose marker cannot be made must not happen. */
+int kvt_store_move_begin(struct kvt_store *s, char **marker);
+void kvt_store_move_end(struct kvt_store *s, char *marker);
 
 static inline void kvt_store_count(struct kvt_store *s, enum kvt_stat which, uint64_t n)
 {

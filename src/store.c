@@ -4,6 +4,7 @@
 #include "store-int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -29,7 +30,8 @@ static int make_stage(struct kvt_store *s)
 
 	gethostname(host, sizeof(host) - 1);
 	for (int attempt = 0; attempt < 8; attempt++) {
-		int ret;
+		struct stat st;
+		int ret, fd;
 
 		g_free(s->mount_id);
 		s->mount_id = g_strdup_printf("%s.%d.%08x%08x", host, getpid(),
@@ -39,11 +41,29 @@ static int make_stage(struct kvt_store *s)
 			continue;
 		if (ret == 0)
 			ret = kvt_dir_open(s->layout.staging, s->mount_id, &s->stage);
+		if (ret == -ENOENT)
+			continue; /* taken for a dead mount's already */
 		if (ret < 0)
 			return ret;
+		/* Before the lock: whoever sees this mount live sees that it
+		 * marks its moves (reclaim.c). */
+		fd = kvt_dir_open_file(s->stage, KVT_MARKS_MOVES, O_WRONLY | O_CREAT, 0600, NULL);
+		if (fd < 0) {
+			g_clear_pointer(&s->stage, kvt_dir_unref);
+			if (fd == -ENOENT)
+				continue; /* taken for a dead mount's: start over */
+			return fd;
+		}
+		close(fd);
 		s->lockfd = kvt_staging_lock(s->stage, true);
-		if (s->lockfd >= 0)
+		/* Held: no removal is under way here (kvt_staging_remove),
+		 * but one may have finished, and taken our marks-moves. */
+		if (s->lockfd >= 0 && kvt_dir_stat(s->stage, KVT_MARKS_MOVES, &st) == 0)
 			return 0;
+		if (s->lockfd >= 0) {
+			close(g_steal_fd(&s->lockfd));
+			kvt_staging_remove(&s->layout, s->mount_id);
+		}
 		/* A mount starting at the same instant took our lockless
 		 * directory for a dead one: start over. */
 		g_clear_pointer(&s->stage, kvt_dir_unref);
@@ -72,6 +92,18 @@ struct kvt_store *kvt_store_open(const char *lowerdir, GError **err)
 			    "LOWERDIR %s: cannot create objects/: %s", lowerdir,
 			    g_strerror(-ret));
 		goto fail;
+	}
+	/* A store made before moves/ existed gets it now (layout.h). */
+	if (!s->layout.moves) {
+		ret = kvt_dir_mkdir(s->layout.root, KVT_MOVES, 0755);
+		if (ret == 0 || ret == -EEXIST)
+			ret = kvt_dir_open(s->layout.root, KVT_MOVES, &s->layout.moves);
+		if (ret < 0) {
+			g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(-ret),
+				    "LOWERDIR %s: cannot create %s/: %s", lowerdir, KVT_MOVES,
+				    g_strerror(-ret));
+			goto fail;
+		}
 	}
 	s->stale_removed = remove_dead_stages(s);
 	ret = make_stage(s);
@@ -127,10 +159,14 @@ char *kvt_store_stage_name(struct kvt_store *s, char kind)
 			       (guint64)__atomic_fetch_add(&s->seq, 1, __ATOMIC_RELAXED));
 }
 
+const char *kvt_store_token(struct kvt_store *s)
+{
+	return s->mount_id + strlen(s->mount_id) - KVT_TOKEN_LEN;
+}
+
 void kvt_store_new_ref(struct kvt_store *s, char ref[KVT_REF_MAX])
 {
 	/* The mount's random token and a sequence number. */
-	g_snprintf(ref, KVT_REF_MAX, "%.8s%" G_GINT64_MODIFIER "x",
-		   s->mount_id + strlen(s->mount_id) - 8,
+	g_snprintf(ref, KVT_REF_MAX, "%.8s%" G_GINT64_MODIFIER "x", kvt_store_token(s),
 		   (guint64)__atomic_fetch_add(&s->seq, 1, __ATOMIC_RELAXED));
 }

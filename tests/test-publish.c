@@ -157,7 +157,8 @@ static void test_stage(struct kvt_store *s)
 	ok(kvt_stage_truncate(st, 5000) == 0 && stage_holds(st, buf, 5000),
 	   "a truncate inside the bytes is hashed again at the seal");
 	kvt_stage_unref(st);
-	ok(count_in(stage_rel) == 1, "unpublished stages leave nothing behind but the lock");
+	ok(count_in(stage_rel) == 2,
+	   "unpublished stages leave nothing behind but the lock and marks-moves");
 }
 
 static int publish_buf(struct kvt_store *s, struct kvt_dir *d, const char *name,
@@ -208,7 +209,7 @@ static void test_publish(struct kvt_store *s)
 
 	ok(publish_buf(s, names, "one", a, len, 0, &p1, NULL) == 0 && name_reads(s, "one", a, len),
 	   "publish: the name reads back its bytes");
-	ok(count_in(stage_rel) == 1, "the staged file and the staged record are gone");
+	ok(count_in(stage_rel) == 2, "the staged file and the staged record are gone");
 	{
 		g_autofree char *obj = object_file(top, &p1.rec, false);
 
@@ -315,7 +316,8 @@ static void test_publish(struct kvt_store *s)
 		kvt_record_clear(&back);
 	}
 	kvt_published_clear(&p2);
-	ok(count_in(stage_rel) == 1, "after all of it, staging holds only the lock");
+	ok(count_in(stage_rel) == 2,
+	   "after all of it, staging holds only the lock and marks-moves");
 }
 
 /* -o sync: the stage's bytes synced before the locks, the publication

@@ -1,0 +1,396 @@
+#!/bin/bash
+# Orphans reclaimed by a mounted store.
+#
+# 1. A power cut as it leaves a store: kill -9 of the daemon in the middle
+#    of 16-thread O_DIRECT stores, then the records of 8 published blocks
+#    removed from the unmounted store (objects survive, records do not).
+#    kvtierfs-fsck counts the orphans; a mount reclaiming at $RATE entries
+#    a second removes exactly them, no faster than that rate, counts them
+#    (orphans_reclaimed, orphan_bytes_reclaimed) and logs one line; every
+#    other block reads back byte for byte and fsck finds the store clean.
+# 2. A second mount publishes while the first reclaims: mount B's daemon
+#    is stopped (SIGSTOP) in the middle of 16-thread stores whenever it
+#    holds objects whose records it has not installed yet; mount A
+#    completes two passes meanwhile and leaves every one of them; B goes
+#    on, and every block it stored reads back, through both mounts.
+# 3. Two mounts reclaiming as fast as they can while one moves the blocks
+#    of a mount that is gone back and forth between directories (and
+#    renames the directory), both publish, and a third mount is killed in
+#    the middle of its stores: every name reads back, the dead mount's
+#    orphans are reclaimed, fsck finds the store clean.
+#
+# KVT_STRESS=1: 20 catches in part 2 instead of 3 (KVT_RECLAIM_CATCHES=N).
+. "$(dirname "$0")/lib.sh"
+
+: "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
+SIZE=$((256 << 10))
+RATE=1000
+FAST=reclaim=1000000,reclaim_interval=0.1
+CATCHES=${KVT_RECLAIM_CATCHES:-$(kvt_stress_pick 3 20)}
+
+kvt_require_root
+plan 54
+kvt_setup
+[ -x "$KVTIERFS_FSCK" ] || bail "kvtierfs-fsck is not built: $KVTIERFS_FSCK"
+
+blocks=0 wrong=0
+
+# stat_of MNT NAME: the mount's counter NAME.
+stat_of() {
+	kvt_xattr "$1" user.kvtierfs.stats | awk -v n="$2" '$1 == n { print $2 }'
+}
+
+# wait_stat MNT NAME MIN: wait (60 s at most) until counter NAME of MNT is
+# at least MIN.  The passes run in the background: there is no event to
+# wait on but the counter.
+wait_stat() {
+	local v i
+	for i in $(seq 300); do
+		v=$(stat_of "$1" "$2")
+		[ -n "$v" ] && [ "$v" -ge "$3" ] && return 0
+		sleep 0.2
+	done
+	diag "$2 of $1 is ${v:-?} after 60 s, expected at least $3"
+	return 1
+}
+
+# fsck ARGS...: kvtierfs-fsck; $rc, stdout in $T/fsck.out.
+fsck() {
+	"$KVTIERFS_FSCK" "$@" >"$T/fsck.out" 2>"$T/fsck.err"
+	rc=$?
+}
+
+# log_part PID: what daemon PID logged so far.
+log_part() {
+	tail -c +"$((${KVT_LOGOFF[$1]} + 1))" "$T/daemon.log"
+}
+
+# count_verify: add what the last ok_kvclient verify checked to the totals.
+count_verify() {
+	local l
+	l=$(grep ' verify:' "$KVT_OUT")
+	[[ $l =~ \ valid=([0-9]+) ]] && blocks=$((blocks + BASH_REMATCH[1]))
+	[[ $l =~ \ wrong=([0-9]+) ]] && wrong=$((wrong + BASH_REMATCH[1]))
+}
+
+now() {
+	date +%s.%N
+}
+
+# writer MNT MODEL THREADS BATCH PAUSE: stores batches of BATCH 16 KiB
+# blocks of MODEL through MNT, PAUSE seconds apart, until $T/stop.MODEL
+# exists; prints the number of batches.
+cat >"$T/writer" <<'EOF'
+#!/bin/bash
+mnt=$1 model=$2 threads=$3 batch=$4 pause=$5 n=0
+until [ -e "$T/stop.$model" ]; do
+	"$KVCLIENT" vllm-store --dir "$mnt" --model "$model" --key-base $((n * batch)) \
+		--blocks "$batch" --size 16384 --threads "$threads" --odirect >/dev/null || exit 1
+	n=$((n + 1))
+	sleep "$pause"
+done
+echo "$n"
+EOF
+chmod +x "$T/writer"
+export T KVCLIENT
+
+# model_dir MODEL: the vLLM layout's directory of MODEL (rank 0)
+model_dir() {
+	(cd "$LOWER/names" && ls -d "$1"_*_r0)
+}
+
+# --- 1. kill -9, a power cut, then a mount reclaims ---------------------
+kvt_mount reclaim=0
+: >"$T/client.err"
+kvt_client_start vllm-store --dir "$MNT" --blocks 2048 --size $SIZE --threads 16 --odirect \
+	--progress 8
+kvt_client_wait 96
+ok $? "16 threads stored $KVT_PROGRESS blocks (waiting for 96)"
+STORED=$KVT_PROGRESS
+kvt_kill9 kvt_client_drain
+mapfile -t LOST < <(find "$LOWER/names" -name '*.bin' -type f | LC_ALL=C sort | head -n 8)
+rm -f "${LOST[@]}"
+[ ${#LOST[@]} = 8 ] && ! [ -e "${LOST[0]}" ]
+ok $? "power cut: the records of 8 published blocks lost, their objects kept"
+
+fsck "$LOWER"
+grep '^orphan ' "$T/fsck.out" | awk '{ p = $2; sub(/:$/, "", p); print p }' |
+	LC_ALL=C sort >"$T/orphans"
+N_ORPH=$(grep -c '' "$T/orphans")
+# the distinct objects behind them: their bytes go
+N_OBJ=$(sed 's|^objects/../\([0-9a-f]*\).*|\1|' "$T/orphans" | LC_ALL=C sort -u | grep -c '')
+BYTES=$((N_OBJ * SIZE))
+[ "$rc" = 4 ] && [ "$N_ORPH" -ge 16 ]
+ok $? "kvtierfs-fsck: $N_ORPH orphan links of $N_OBJ objects (the 8 lost records' and the dead mount's)" ||
+	diag_file "$T/fsck.out"
+grep -c '^stale-staging ' "$T/fsck.out" | grep -qx 1
+ok $? "... and the dead mount's staging"
+
+kvt_mount reclaim=$RATE,reclaim_interval=0.2
+PID1=$KVT_PID
+t0=$(now)
+wait_stat "$MNT" orphans_reclaimed "$N_ORPH"
+ok $? "the mount reclaims in the background"
+took=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+got=$(stat_of "$MNT" orphans_reclaimed)
+[ "$got" = "$N_ORPH" ]
+ok $? "orphans_reclaimed: $got, exactly the $N_ORPH fsck found"
+got=$(stat_of "$MNT" orphan_bytes_reclaimed)
+[ "$got" = "$BYTES" ]
+ok $? "orphan_bytes_reclaimed: $got, the $N_OBJ objects' bytes ($BYTES)"
+left=0
+while IFS= read -r p; do
+	[ -e "$LOWER/$p" ] && left=$((left + 1))
+done <"$T/orphans"
+[ "$left" = 0 ]
+ok $? "every orphan fsck listed is gone from LOWERDIR ($left left)"
+line=$(log_part "$PID1" | grep -m1 "reclaimed [0-9]* orphan")
+n=$(log_part "$PID1" | grep -c "reclaimed $N_ORPH orphan object link(s), $BYTES bytes")
+all=$(log_part "$PID1" | grep -c "reclaimed [0-9]* orphan")
+[ "$n" = 1 ] && [ "$all" = 1 ]
+ok $? "one log line says it: $line"
+# the pass's entries and time, from its line
+[[ $line =~ \(([0-9]+)\ records\ read,\ ([0-9]+)\ links\ looked\ at,\ ([0-9.]+)\ s\) ]]
+entries=$((BASH_REMATCH[1] + BASH_REMATCH[2]))
+secs=${BASH_REMATCH[3]:-0}
+least=$(awk -v e="$entries" -v r=$RATE 'BEGIN { printf "%.3f", (e - 1) / r * 0.95 }')
+[ "$entries" -gt 200 ] && awk -v s="$secs" -v l="$least" 'BEGIN { exit !(s >= l) }'
+ok $? "the pass kept to the rate: $entries entries in $secs s (at $RATE a second: at least $least s)"
+# the first pass starts 0.2 s after the mount and takes entries / RATE
+most=$(awk -v e="$entries" -v r=$RATE 'BEGIN { printf "%.1f", 0.2 + e / r + 10 }')
+awk -v t="$took" -v m="$most" 'BEGIN { exit !(t <= m) }'
+ok $? "reclaimed $took s after the mount (at most $most s)"
+wait_stat "$MNT" reclaim_passes 3
+ok $? "later passes run, and find nothing ($(stat_of "$MNT" reclaim_passes) passes)"
+[ "$(stat_of "$MNT" orphans_reclaimed)" = "$N_ORPH" ]
+ok $? "orphans_reclaimed still $N_ORPH"
+ok_kvclient "every other block reads back byte for byte: at least the $STORED acknowledged, less the 8 lost" \
+	verify --dir "$MNT" --min $((STORED - 8)) --size $SIZE --no-tmp
+count_verify
+gone=0
+for p in "${LOST[@]}"; do
+	rel=${p#"$LOWER"/names/}
+	kvt_run test -e "$MNT/$rel" && gone=1
+done
+[ "$gone" = 0 ]
+ok $? "the 8 lost blocks are absent"
+kvt_umount
+fsck "$LOWER"
+[ "$rc" = 0 ]
+ok $? "kvtierfs-fsck: clean: $(tail -n 1 "$T/fsck.out")" || diag_file "$T/fsck.out"
+
+# --- 2. a mount publishes while another reclaims ------------------------
+kvt_new_lower
+# In memory: the next test does not wait for these files to be written back.
+mount -t tmpfs -o size=1g kvt-reclaim "$LOWER" || bail "mount tmpfs"
+MNT2=$T/mnt2
+MNT3=$T/mnt3
+mkdir "$MNT2" "$MNT3"
+kvt_mount "$FAST"
+PIDA=$KVT_PID
+kvt_start "$LOWER" "$MNT2" reclaim=0
+PIDB=$KVT_LAST_PID
+STAGEB=$(cd "$LOWER/staging" && ls -d *."$PIDB".*)
+TOKB=${STAGEB: -8}
+
+# inflight: while B is stopped, the objects it made whose records it has
+# not installed yet: a staged file already linked into objects/ (publish.c,
+# step 2) whose reference no record names; one object path a line.
+inflight() {
+	local f ref id
+	find "$LOWER/staging/$STAGEB" -name 'd.*' -type f -links +1 2>/dev/null |
+		while IFS= read -r f; do
+			ref=$(find "$LOWER/objects" -samefile "$f" -name "*.$TOKB*" 2>/dev/null)
+			[ -n "$ref" ] || continue
+			id=${ref##*/}
+			id=${id#*.}
+			grep -rqxF "ref $id" "$LOWER/names" || echo "$ref"
+		done
+}
+
+# stop_b: SIGSTOP to B, and wait until every thread of it has stopped (a
+# thread in a system call stops when the call returns).
+stop_b() {
+	local i
+	kill -STOP "$PIDB"
+	for i in $(seq 200); do
+		awk '{ sub(/^.*\) /, "") } $1 != "T" { exit 1 }' /proc/"$PIDB"/task/*/stat &&
+			return 0
+	done
+	return 1
+}
+
+# cycler MNT MODEL N: stores the blocks of keys 0..N-1 of MODEL through MNT
+# (16 threads), evicts them, stores them again..., until $T/stop.MODEL
+# exists after a store; prints the rounds.
+cat >"$T/cycler" <<'EOF'
+#!/bin/bash
+mnt=$1 model=$2 n=$3 r=0
+while :; do
+	"$KVCLIENT" vllm-store --dir "$mnt" --model "$model" --blocks "$n" --size 16384 \
+		--threads 16 --odirect >/dev/null || exit 1
+	r=$((r + 1))
+	[ -e "$T/stop.$model" ] && break
+	"$KVCLIENT" evict --dir "$mnt" --model "$model" --blocks "$n" >/dev/null || exit 1
+done
+echo "$r"
+EOF
+chmod +x "$T/cycler"
+kvt_run "$T/cycler" "$MNT2" mb 200 >"$T/storeB" 2>&1 &
+SB=$!
+kvt_bg "$SB"
+caught=0 tries=0 held=0 kept=0 swept=0
+while [ "$caught" -lt "$CATCHES" ] && [ "$tries" -lt 300 ]; do
+	tries=$((tries + 1))
+	stop_b || diag "mount B did not stop"
+	inflight >"$T/inflight"
+	n=$(grep -c '' "$T/inflight")
+	if [ "$n" = 0 ]; then
+		kill -CONT "$PIDB"
+		sleep 0.02
+		continue
+	fi
+	caught=$((caught + 1))
+	held=$((held + n))
+	p0=$(stat_of "$MNT" reclaim_passes)
+	wait_stat "$MNT" reclaim_passes $((p0 + 2)) && swept=$((swept + 1))
+	while IFS= read -r p; do
+		[ -e "$p" ] && kept=$((kept + 1))
+	done <"$T/inflight"
+	kill -CONT "$PIDB"
+	sleep 0.1
+done
+kill -CONT "$PIDB"
+[ "$caught" = "$CATCHES" ]
+ok $? "mount B stopped $caught times (of $tries tries) holding objects its records do not name yet: $held in all"
+[ "$swept" = "$caught" ]
+ok $? "each time mount A completed two passes meanwhile"
+[ "$held" -gt 0 ] && [ "$kept" = "$held" ]
+ok $? "they left every one of them ($kept of $held)"
+touch "$T/stop.mb"
+wait "$SB"
+ok $? "mount B went on: stored its 200 blocks $(cat "$T/storeB") times (evicted in between)" ||
+	diag_file "$T/storeB"
+ok_kvclient "every block mount B stored last reads back byte for byte" \
+	verify --dir "$MNT2/$(model_dir mb)" --expect 200 --size 16384 --no-tmp
+count_verify
+ok_kvclient "... and through mount A" \
+	verify --dir "$MNT/$(model_dir mb)" --expect 200 --size 16384 --no-tmp
+count_verify
+[ "$(stat_of "$MNT" orphans_reclaimed)" = 0 ]
+ok $? "mount A reclaimed nothing: there was nothing to reclaim"
+kvt_stop "$MNT2" "$PIDB"
+kvt_umount
+fsck "$LOWER"
+[ "$rc" = 0 ]
+ok $? "kvtierfs-fsck: clean: $(tail -n 1 "$T/fsck.out")" || diag_file "$T/fsck.out"
+umount "$LOWER"
+
+# --- 3. two mounts publish and move while both reclaim -----------------
+rm -f "$T"/stop.*
+kvt_new_lower
+mount -t tmpfs -o size=1g kvt-reclaim "$LOWER" || bail "mount tmpfs"
+M0=64
+kvt_mount reclaim=0
+ok_kvclient "a mount stores $M0 blocks, then goes" \
+	vllm-store --dir "$MNT" --model m0 --blocks $M0 --size 65536 --threads 8 --odirect
+kvt_umount
+mapfile -t ALL < <(cd "$LOWER/names" && find . -name '*.bin' -type f | sed 's|^\./||' | LC_ALL=C sort)
+# a power cut: 4 records lost (8 orphan links); 16 of the rest will move
+for b in "${ALL[@]:0:4}"; do rm -f "$LOWER/names/$b"; done
+BLK=("${ALL[@]:4:16}")
+[ ${#ALL[@]} = $M0 ] && [ ${#BLK[@]} = 16 ] && ! [ -e "$LOWER/names/${ALL[0]}" ]
+ok $? "$M0 names of a mount that is gone, 4 of their records lost: all their objects are candidates"
+M0=$((M0 - 4))
+
+kvt_mount "$FAST"
+kvt_start "$LOWER" "$MNT2" "$FAST"
+PIDB=$KVT_LAST_PID
+kvt_start "$LOWER" "$MNT3" reclaim=0
+PIDC=$KVT_LAST_PID
+
+# mover ROUNDS: each round moves every block of m0 into moved/ and back,
+# then renames moved/ away and back; prints the moves it made.
+cat >"$T/mover" <<'EOF'
+#!/bin/bash
+mnt=$1 rounds=$2
+shift 2
+n=0
+mkdir -p "$mnt/moved" || exit 1
+for r in $(seq "$rounds"); do
+	for b in "$@"; do
+		mv "$mnt/$b" "$mnt/moved/" || exit 1
+		n=$((n + 1))
+	done
+	mv "$mnt/moved" "$mnt/moved.away" && mv "$mnt/moved.away" "$mnt/moved" || exit 1
+	for b in "$@"; do
+		mv "$mnt/moved/${b##*/}" "$mnt/$b" || exit 1
+		n=$((n + 1))
+	done
+done
+echo "$n"
+EOF
+chmod +x "$T/mover"
+kvt_run "$T/mover" "$MNT" 2 "${BLK[@]}" >"$T/moves" 2>"$T/moves.err" &
+MOVER=$!
+kvt_bg "$MOVER"
+kvt_run "$T/writer" "$MNT" ma 4 50 0.2 >"$T/storeA" 2>&1 &
+SA=$!
+kvt_bg "$SA"
+kvt_run "$T/writer" "$MNT2" mb 4 50 0.2 >"$T/storeB" 2>&1 &
+SB=$!
+kvt_bg "$SB"
+: >"$T/client.err"
+kvt_client_start vllm-store --dir "$MNT3" --model mc --blocks 4096 --size $SIZE --threads 16 \
+	--odirect --progress 8
+kvt_client_wait 64
+ok $? "a third mount stored $KVT_PROGRESS blocks"
+kill -KILL "$PIDC"
+wait "$PIDC" 2>/dev/null
+unset "KVT_DAEMONS[$PIDC]"
+kvt_client_drain
+fusermount3 -u -z "$MNT3"
+ok 0 "... and was killed (kill -9) in the middle of its stores"
+wait "$MOVER"
+ok $? "mount A moved the gone mount's names $(cat "$T/moves") times, and renamed their directory" ||
+	diag_file "$T/moves.err"
+touch "$T/stop.ma" "$T/stop.mb"
+wait "$SA"
+ok $? "meanwhile mount A published $(cat "$T/storeA") batches of 50 blocks" || diag_file "$T/storeA"
+NA=$(($(cat "$T/storeA") * 50))
+wait "$SB"
+ok $? "meanwhile mount B published $(cat "$T/storeB") batches of 50 blocks" || diag_file "$T/storeB"
+NB=$(($(cat "$T/storeB") * 50))
+ab=$(( $(stat_of "$MNT" reclaim_aborted) + $(stat_of "$MNT2" reclaim_aborted) ))
+pa=$(( $(stat_of "$MNT" reclaim_passes) + $(stat_of "$MNT2" reclaim_passes) ))
+[ "$ab" -gt 0 ]
+ok $? "passes met the moves and stopped before their sweep ($ab stopped, $pa swept)"
+
+# a pass that begins now sees the third mount dead and nothing moving
+pa=$(stat_of "$MNT" reclaim_passes)
+pb=$(stat_of "$MNT2" reclaim_passes)
+wait_stat "$MNT" reclaim_passes $((pa + 2)) && wait_stat "$MNT2" reclaim_passes $((pb + 2))
+ok $? "then both mounts complete passes"
+rc_=$(( $(stat_of "$MNT" orphans_reclaimed) + $(stat_of "$MNT2" orphans_reclaimed) ))
+[ "$rc_" -ge 8 ]
+ok $? "the lost records' orphans and the killed mount's were reclaimed ($rc_ links, 8 of them the lost records')"
+ok_kvclient "every block of the gone mount reads back, after all the moves (mount A)" \
+	verify --dir "$MNT/$(model_dir m0)" --expect $M0 --size 65536 --no-tmp
+count_verify
+ok_kvclient "... and through mount B" \
+	verify --dir "$MNT2/$(model_dir m0)" --expect $M0 --size 65536 --no-tmp
+count_verify
+ok_kvclient "every block mount A published reads back ($NA)" \
+	verify --dir "$MNT/$(model_dir ma)" --expect $NA --size 16384 --no-tmp
+count_verify
+ok_kvclient "every block mount B published reads back ($NB)" \
+	verify --dir "$MNT2/$(model_dir mb)" --expect $NB --size 16384 --no-tmp
+count_verify
+kvt_umount
+kvt_stop "$MNT2" "$PIDB"
+fsck "$LOWER"
+[ "$rc" = 0 ]
+ok $? "kvtierfs-fsck: clean: $(tail -n 1 "$T/fsck.out")" || diag_file "$T/fsck.out"
+orphans=$(grep -c '^orphan ' "$T/fsck.out")
+kvt_stress_summary "$caught" "$blocks" "$wrong" - "$orphans"
+umount "$LOWER"
