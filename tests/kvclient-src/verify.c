@@ -63,6 +63,7 @@ static void walk(const char *dir)
 				if (!reported(path, "lstat", errno))
 					failf(path, 0, "lstat of listed name: %s",
 					      errname(errno));
+				errno = 0; /* not readdir's */
 				continue;
 			}
 			isdir = S_ISDIR(st.st_mode);
