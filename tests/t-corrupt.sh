@@ -29,7 +29,7 @@ DEDUP=27
 NBLOCKS=28
 
 kvt_require_root
-plan 161
+plan 159
 kvt_setup
 
 # probe KEY ARGS...: one load of block KEY through $MNT (kvclient probe);
