@@ -28,7 +28,10 @@
  *        b. was made by a mount that was not live in 2 (a reference id
  *           starts with its mount's token: kvt_store_new_ref),
  *        c. has a change time before X, read through an open of its own,
- *      and every anchor whose link count is 1 (then).
+ *      and every anchor whose link count is 1 (then) and whose change
+ *      time is before X or whose reference the pass removed (one whose
+ *      last reference another mount removed since is being released by
+ *      that mount).
  * A move is any step that makes a record naming an existing reference
  * appear at a place of names/ it was not at: kvt_name_rename (a name, a
  * directory of them, RENAME_EXCHANGE), kvt_store_rewrite (a new record
@@ -485,13 +488,17 @@ static const char *clock_forward(struct pass *p)
 
 /* ------------------------------------------------------------ sweep */
 
-static void reclaim_anchor(struct pass *p, struct kvt_dir *fan, const char *name)
+/* @ours: this pass removed a reference of its inode. */
+static void reclaim_anchor(struct pass *p, struct kvt_dir *fan, const char *name, bool ours)
 {
 	struct stat st;
 
 	/* Its inode's last link: no reference shares it.  A publication
-	 * that links to it meanwhile holds its own reference. */
-	if (kvt_dir_stat(fan, name, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)
+	 * that links to it meanwhile holds its own reference.  One whose
+	 * last reference another mount removed after X is that mount's to
+	 * remove, a step away (kvt_object_release): left to it. */
+	if (kvt_dir_stat(fan, name, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    (!ours && !ts_before(&st.st_ctim, &p->x)))
 		return;
 	if (kvt_dir_unlink(fan, name) < 0)
 		return;
@@ -514,7 +521,7 @@ static void sweep_link(struct pass *p, struct kvt_dir *fan, const char *dir,
 	if (!kvt_object_parse_name(dir, name, &h, &is_ref))
 		return;
 	if (!is_ref) {
-		reclaim_anchor(p, fan, name);
+		reclaim_anchor(p, fan, name, false);
 		return;
 	}
 	lead_token(ref, tok);
@@ -566,7 +573,7 @@ static const char *sweep_fanout(struct pass *p, guint b)
 	}
 	g_hash_table_iter_init(&it, again);
 	while (g_hash_table_iter_next(&it, &anchor, NULL))
-		reclaim_anchor(p, fan, anchor);
+		reclaim_anchor(p, fan, anchor, true);
 	return NULL;
 }
 
