@@ -234,7 +234,10 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	}
 	/* After daemonizing: a thread does not survive the fork. */
 	if (o->reclaim) {
-		struct kvt_reclaim_opts ro = { .rate = (unsigned)o->reclaim };
+		struct kvt_reclaim_opts ro = {
+			.rate = (unsigned)o->reclaim,
+			.anchor_grace = KVT_RECLAIM_ANCHOR_GRACE,
+		};
 
 		reclaimer = kvt_reclaimer_new(fs->store, &ro);
 		kvt_reclaimer_start(reclaimer, o->reclaim_interval);

@@ -176,18 +176,16 @@ static void take_staged(struct kvt_store *s, const char *tmp, struct kvt_record 
 	kvt_dir_unlink(s->stage, tmp);
 }
 
-int kvt_name_install(struct kvt_store *s, struct kvt_dir *d, const char *name,
-		     const struct kvt_record *rec, const struct kvt_meta *meta,
-		     bool sync, struct kvt_record *old)
+/* Puts the file staged at @tmp at @d/@name, atomically; what it replaced,
+ * if anything, is returned in @old.  On failure @tmp stays, for the caller
+ * to remove or put back. */
+static int place_staged(struct kvt_store *s, const char *tmp, struct kvt_dir *d,
+			const char *name, struct kvt_record *old)
 {
-	g_autofree char *tmp = NULL;
 	struct stat st;
 	int ret;
 
 	kvt_record_init(old);
-	ret = write_stage_record(s, rec, meta, sync, &tmp);
-	if (ret < 0)
-		return ret;
 	for (int attempt = 0; attempt < 16; attempt++) {
 		ret = kvt_dir_rename(s->stage, tmp, d, name, RENAME_NOREPLACE);
 		if (ret == 0)
@@ -195,11 +193,9 @@ int kvt_name_install(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		if (ret == -EINVAL)
 			goto plain_rename;
 		if (ret != -EEXIST)
-			goto fail;
-		if (kvt_dir_stat(d, name, &st) == 0 && S_ISDIR(st.st_mode)) {
-			ret = -EISDIR;
-			goto fail;
-		}
+			return ret;
+		if (kvt_dir_stat(d, name, &st) == 0 && S_ISDIR(st.st_mode))
+			return -EISDIR;
 		/* Swap, so that exactly the record we replaced lands in our
 		 * staging, even if another mount replaced it a moment ago. */
 		ret = kvt_dir_rename(s->stage, tmp, d, name, RENAME_EXCHANGE);
@@ -210,23 +206,54 @@ int kvt_name_install(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		if (ret == -EINVAL)
 			goto plain_rename;
 		if (ret != -ENOENT)
-			goto fail;
+			return ret;
 	}
-	ret = -EAGAIN;
-fail:
-	kvt_dir_unlink(s->stage, tmp);
-	return ret;
+	return -EAGAIN;
 
 plain_rename:
 	/* File systems without renameat2 flags (NFS): best effort on which
 	 * record was replaced; a lost race leaves an orphan (reclaim.c). */
-	if (kvt_name_read(d, name, old, &st) < 0)
+	if (kvt_dir_stat(d, name, &st) == 0 && S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (kvt_name_read(d, name, old, NULL) < 0)
 		kvt_record_clear(old);
 	ret = kvt_dir_rename(s->stage, tmp, d, name, 0);
-	if (ret < 0) {
+	if (ret < 0)
 		kvt_record_clear(old);
+	return ret;
+}
+
+/* Puts the file staged at @tmp at @d/@name if nothing is there (-EEXIST
+ * if something is).  On failure @tmp stays. */
+static int place_new(struct kvt_store *s, const char *tmp, struct kvt_dir *d, const char *name)
+{
+	struct stat st;
+	int ret = kvt_dir_rename(s->stage, tmp, d, name, RENAME_NOREPLACE);
+
+	if (ret != -EINVAL)
+		return ret;
+	/* No renameat2 flags here (NFS): a link refuses an existing name as
+	 * atomically. */
+	ret = kvt_dir_stat(d, name, &st) == 0 ? -EEXIST : kvt_dir_link(s->stage, tmp, d, name);
+	if (ret == 0)
 		kvt_dir_unlink(s->stage, tmp);
-	}
+	return ret;
+}
+
+int kvt_name_install(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		     const struct kvt_record *rec, const struct kvt_meta *meta,
+		     bool sync, struct kvt_record *old)
+{
+	g_autofree char *tmp = NULL;
+	int ret;
+
+	kvt_record_init(old);
+	ret = write_stage_record(s, rec, meta, sync, &tmp);
+	if (ret < 0)
+		return ret;
+	ret = place_staged(s, tmp, d, name, old);
+	if (ret < 0)
+		kvt_dir_unlink(s->stage, tmp);
 	return ret;
 }
 
@@ -234,19 +261,74 @@ int kvt_name_create(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		    const struct kvt_record *rec, const struct kvt_meta *meta)
 {
 	g_autofree char *tmp = NULL;
-	struct stat st;
 	int ret = write_stage_record(s, rec, meta, false, &tmp);
 
+	if (ret == 0)
+		ret = place_new(s, tmp, d, name);
+	if (ret < 0 && tmp)
+		kvt_dir_unlink(s->stage, tmp);
+	return ret;
+}
+
+/* The record staged at @tmp goes, with its object: a version that another
+ * mount's newer one replaced. */
+static void drop_staged(struct kvt_store *s, const char *tmp)
+{
+	struct kvt_record gone;
+
+	take_staged(s, tmp, &gone);
+	if (gone.ref[0])
+		kvt_object_release(s, &gone);
+	kvt_record_clear(&gone);
+}
+
+int kvt_name_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		     const struct kvt_record *rec, const struct kvt_meta *meta,
+		     struct stat *rec_st)
+{
+	g_autofree char *tmp = NULL;
+	g_autofree char *taken = kvt_store_stage_name(s, 'w');
+	struct kvt_record was;
+	struct stat st;
+	bool ours;
+	int ret;
+
+	memset(rec_st, 0, sizeof(*rec_st));
+	ret = write_stage_record(s, rec, meta, false, &tmp);
 	if (ret < 0)
 		return ret;
-	ret = kvt_dir_rename(s->stage, tmp, d, name, RENAME_NOREPLACE);
-	if (ret == -EINVAL) {
-		/* No renameat2 flags here (NFS): a link refuses an existing
-		 * name as atomically. */
-		ret = kvt_dir_stat(d, name, &st) == 0 ? -EEXIST : kvt_dir_link(s->stage, tmp, d, name);
+	if (kvt_dir_stat(s->stage, tmp, &st) < 0)
+		st.st_ino = 0;
+	/* Taking the record off the name is the one atomic step that tells
+	 * exactly which version is there. */
+	ret = kvt_dir_rename(d, name, s->stage, taken, 0);
+	if (ret < 0) {
+		kvt_dir_unlink(s->stage, tmp);
+		return ret == -ENOENT ? -ESTALE : ret;
 	}
-	kvt_dir_unlink(s->stage, tmp);
-	return ret;
+	ours = kvt_name_read(s->stage, taken, &was, NULL) == 0 && !strcmp(was.ref, rec->ref);
+	kvt_record_clear(&was);
+	if (!ours) {
+		/* Another mount's version: back it goes, unless a newer one
+		 * took the name meanwhile. */
+		kvt_dir_unlink(s->stage, tmp);
+		if (place_new(s, taken, d, name) < 0)
+			drop_staged(s, taken);
+		return -ESTALE;
+	}
+	kvt_dir_unlink(s->stage, taken);
+	ret = place_new(s, tmp, d, name);
+	if (ret < 0) {
+		/* EEXIST: a publication took the name in between, and
+		 * replaced this version.  Else lost, as at a crash between the
+		 * two renames: a miss, never other bytes.  Its object goes. */
+		kvt_dir_unlink(s->stage, tmp);
+		kvt_object_release(s, rec);
+		return ret == -EEXIST ? 0 : ret;
+	}
+	if (kvt_dir_stat(d, name, rec_st) < 0 || rec_st->st_ino != st.st_ino)
+		memset(rec_st, 0, sizeof(*rec_st));
+	return 0;
 }
 
 int kvt_name_take(struct kvt_store *s, struct kvt_dir *d, const char *name,
@@ -279,6 +361,7 @@ static int rename_marked(struct kvt_store *s, struct kvt_dir *from, const char *
 			 struct kvt_dir *to, const char *tname, unsigned int flags,
 			 struct kvt_record *replaced)
 {
+	g_autofree char *tmp = NULL;
 	struct stat sst, dst;
 	int ret;
 
@@ -289,43 +372,36 @@ static int rename_marked(struct kvt_store *s, struct kvt_dir *from, const char *
 	 * answers ENOTEMPTY, EISDIR, ENOTDIR as rename(2) does. */
 	if (S_ISDIR(sst.st_mode) || (flags & RENAME_EXCHANGE))
 		return kvt_dir_rename(from, fname, to, tname, flags);
-	for (int attempt = 0; attempt < 16; attempt++) {
-		ret = kvt_dir_rename(from, fname, to, tname, RENAME_NOREPLACE);
-		if (ret != -EEXIST)
-			break;
-		if (flags & RENAME_NOREPLACE)
-			return ret;
-		ret = kvt_dir_stat(to, tname, &dst);
-		if (ret == -ENOENT)
-			continue;
-		if (ret < 0)
-			return ret;
-		if (dst.st_ino == sst.st_ino && dst.st_dev == sst.st_dev)
-			return 0; /* the same file: nothing to do */
-		if (S_ISDIR(dst.st_mode))
-			return -EISDIR;
-		/* Swap, then take what was at the destination off the
-		 * source name: exactly the record that was replaced. */
-		ret = kvt_dir_rename(from, fname, to, tname, RENAME_EXCHANGE);
-		if (ret == 0) {
-			ret = kvt_name_take(s, from, fname, replaced);
-			if (ret < 0)
-				g_warning("rename: the replaced record stays at its old name: %s",
-					  g_strerror(-ret));
-			return 0;
-		}
-		if (ret != -ENOENT)
-			break;
-	}
-	if (ret != -EINVAL)
+	ret = kvt_dir_stat(to, tname, &dst);
+	if (ret == 0 && dst.st_ino == sst.st_ino && dst.st_dev == sst.st_dev)
+		return 0; /* the same file: nothing to do */
+	if (ret == 0 && (flags & RENAME_NOREPLACE))
+		return -EEXIST;
+	if (ret == 0 && S_ISDIR(dst.st_mode))
+		return -EISDIR;
+	if (ret < 0 && ret != -ENOENT)
 		return ret;
-	/* No renameat2 flags here (NFS): best effort on what was replaced. */
-	if (kvt_dir_stat(to, tname, &dst) == 0 && S_ISREG(dst.st_mode) &&
-	    kvt_name_read(to, tname, replaced, NULL) < 0)
-		kvt_record_clear(replaced);
-	ret = kvt_dir_rename(from, fname, to, tname, 0);
+	if (flags & RENAME_NOREPLACE) {
+		ret = kvt_dir_rename(from, fname, to, tname, RENAME_NOREPLACE);
+		if (ret != -EINVAL)
+			return ret;
+		/* No renameat2 flags here (NFS): best effort. */
+		return kvt_dir_stat(to, tname, &dst) == 0 ? -EEXIST
+							 : kvt_dir_rename(from, fname, to, tname, 0);
+	}
+	/* The source record into our staging first: then exactly it moves,
+	 * whatever another mount publishes at the source name meanwhile, and
+	 * a crash in between loses the name (a miss) instead of leaving the
+	 * destination's old record at the source name. */
+	tmp = kvt_store_stage_name(s, 'r');
+	ret = kvt_dir_rename(from, fname, s->stage, tmp, 0);
 	if (ret < 0)
-		kvt_record_clear(replaced);
+		return ret;
+	ret = place_staged(s, tmp, to, tname, replaced);
+	/* Failed: back to its name, unless another mount published a newer
+	 * version there meanwhile, which replaced it. */
+	if (ret < 0 && place_new(s, tmp, from, fname) < 0)
+		drop_staged(s, tmp);
 	return ret;
 }
 
@@ -370,8 +446,7 @@ int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
 			bool other = kvt_name_read(s->stage, tmp, &now, NULL) == 0 &&
 				     (!rec || strcmp(now.ref, rec->ref));
 
-			if (!other ||
-			    kvt_dir_rename(s->stage, tmp, d, name, RENAME_NOREPLACE) < 0) {
+			if (!other || place_new(s, tmp, d, name) < 0) {
 				if (other && now.ref[0]) /* superseded again meanwhile */
 					kvt_object_release(s, &now);
 				kvt_dir_unlink(s->stage, tmp);

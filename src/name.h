@@ -57,6 +57,16 @@ int kvt_name_peek(struct kvt_dir *d, const char *name, struct kvt_record *rec);
 int kvt_name_install(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		     const struct kvt_record *rec, const struct kvt_meta *meta,
 		     bool sync, struct kvt_record *old);
+/* Replaces the record at @d/@name by @rec (the same object: new xattrs or
+ * metadata) if it is still @rec's version, else -ESTALE, and leaves
+ * another mount's version there.  The record is taken off the name, then
+ * the new one put there: a reader on another mount may miss the name in
+ * between, and a crash in between loses it (a miss, never other bytes);
+ * a publication there in between replaces this version (then 0).
+ * @rec_st gets the new record's metadata (st_ino 0 if it cannot tell). */
+int kvt_name_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		     const struct kvt_record *rec, const struct kvt_meta *meta,
+		     struct stat *rec_st);
 /* Atomically puts @rec at @d/@name if nothing is there: -EEXIST if
  * something is (symlink(2), mknod(2)). */
 int kvt_name_create(struct kvt_store *s, struct kvt_dir *d, const char *name,
@@ -72,7 +82,9 @@ int kvt_name_remove(struct kvt_store *s, struct kvt_dir *d, const char *name);
  * RENAME_NOREPLACE, RENAME_EXCHANGE), marked in moves/ while it lasts
  * (reclaim.c).  A directory follows rename(2)'s rules.  A record that a
  * file replaced is returned in @replaced for the caller to release (or
- * keep while someone may still open it). */
+ * keep while someone may still open it).  A file's record is taken off
+ * its name first, so exactly it moves, whatever another mount publishes
+ * at the source name meanwhile; a crash in between loses the name. */
 int kvt_name_rename(struct kvt_store *s, struct kvt_dir *from, const char *fname,
 		    struct kvt_dir *to, const char *tname, unsigned int flags,
 		    struct kvt_record *replaced);

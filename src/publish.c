@@ -179,7 +179,6 @@ int kvt_store_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		      const struct kvt_record *rec, const struct kvt_meta *meta,
 		      struct stat *rec_st)
 {
-	struct kvt_record old;
 	char *marker = NULL;
 	int ret;
 
@@ -189,16 +188,9 @@ int kvt_store_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 	ret = kvt_store_move_begin(s, &marker);
 	if (ret < 0)
 		return ret;
-	ret = kvt_name_install(s, d, name, rec, meta, false, &old);
+	ret = kvt_name_rewrite(s, d, name, rec, meta, rec_st);
 	kvt_store_move_end(s, marker);
-	if (ret < 0)
-		return ret;
-	/* Another mount's newer version, replaced by ours: release what it
-	 * pointed at. */
-	settle_replaced(s, &old, rec, false, NULL);
-	if (kvt_dir_stat(d, name, rec_st) < 0)
-		memset(rec_st, 0, sizeof(*rec_st));
-	return 0;
+	return ret;
 }
 
 int kvt_store_sync_name(struct kvt_store *s, struct kvt_dir *d, const char *name,

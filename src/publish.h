@@ -43,9 +43,9 @@ int kvt_store_publish(struct kvt_store *s, struct kvt_stage *st, struct kvt_dir 
 		      const char *name, const struct kvt_meta *meta, GHashTable *xattrs,
 		      unsigned int flags, struct kvt_published *out);
 
-/* Writes @rec (same object, new xattrs) and @meta at @d/@name, replacing
- * the record there; a replaced record of another object (another mount's
- * newer version) is released.  @rec_st gets the new record's metadata. */
+/* Writes @rec (same object, new xattrs) and @meta at @d/@name, if the
+ * record there is still @rec's version (kvt_name_rewrite), marked as a
+ * move (reclaim.c).  -ESTALE if another mount replaced or removed it. */
 int kvt_store_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		      const struct kvt_record *rec, const struct kvt_meta *meta,
 		      struct stat *rec_st);

@@ -29,9 +29,9 @@
  *           starts with its mount's token: kvt_store_new_ref),
  *        c. has a change time before X, read through an open of its own,
  *      and every anchor whose link count is 1 (then) and whose change
- *      time is before X or whose reference the pass removed (one whose
- *      last reference another mount removed since is being released by
- *      that mount).
+ *      time is a grace (anchor_grace) before X, or whose reference the
+ *      pass removed (one whose last reference another mount removed
+ *      lately is being released by that mount, a step away).
  * A move is any step that makes a record naming an existing reference
  * appear at a place of names/ it was not at: kvt_name_rename (a name, a
  * directory of them, RENAME_EXCHANGE), kvt_store_rewrite (a new record
@@ -230,6 +230,7 @@ struct pass {
 	struct kvt_store *s;
 	struct kvt_reclaim_result *res;
 	struct timespec x;  /* the file system's time at the start */
+	struct timespec settled; /* X less the anchor grace */
 	GHashTable *live;   /* tokens of the mounts live after X */
 	struct filter f;
 };
@@ -237,6 +238,13 @@ struct pass {
 static bool ts_before(const struct timespec *a, const struct timespec *b)
 {
 	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+static struct timespec ts_minus(const struct timespec *t, double secs)
+{
+	gint64 ns = (gint64)t->tv_sec * 1000000000 + t->tv_nsec - (gint64)(secs * 1e9);
+
+	return (struct timespec){ .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
 }
 
 /* The file system's clock (the server's, on NFS), as it stamps inodes. */
@@ -495,10 +503,11 @@ static void reclaim_anchor(struct pass *p, struct kvt_dir *fan, const char *name
 
 	/* Its inode's last link: no reference shares it.  A publication
 	 * that links to it meanwhile holds its own reference.  One whose
-	 * last reference another mount removed after X is that mount's to
-	 * remove, a step away (kvt_object_release): left to it. */
+	 * last reference another mount removed lately (within the grace
+	 * before X, or after X) is that mount's to remove, a step away
+	 * (kvt_object_release): left to it. */
 	if (kvt_dir_stat(fan, name, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-	    (!ours && !ts_before(&st.st_ctim, &p->x)))
+	    (!ours && !ts_before(&st.st_ctim, &p->settled)))
 		return;
 	if (kvt_dir_unlink(fan, name) < 0)
 		return;
@@ -608,6 +617,7 @@ static const char *run_pass(struct pass *p)
 		return why;
 	if (fs_now(p->s, &p->x) < 0)
 		return "the file system's time cannot be read";
+	p->settled = ts_minus(&p->x, p->r->o.anchor_grace);
 	p->live = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	why = scan_staging(p, p->live, false);
 	if (why)

@@ -18,6 +18,12 @@ struct kvt_reclaim_opts {
 	 * store with more records than it holds at ten bits each is swept
 	 * a range of fan-out directories per pass. */
 	size_t filter_bytes;
+	/* Seconds an anchor whose last reference went is left to the mount
+	 * that removed that reference: its release removes the anchor a
+	 * step later (kvt_object_release), and a pass between the two
+	 * steps would do the work twice and count it as an orphan.  0: no
+	 * wait (tests). */
+	double anchor_grace;
 	/* For tests: called after the walk has listed and read all of
 	 * names/@rel ("" for names/ itself). */
 	void (*after_dir)(const char *rel, void *data);
@@ -25,6 +31,7 @@ struct kvt_reclaim_opts {
 };
 
 #define KVT_RECLAIM_FILTER_BYTES (8u << 20)
+#define KVT_RECLAIM_ANCHOR_GRACE 10.0
 
 struct kvt_reclaim_result {
 	guint64 records;     /* records read under names/ */

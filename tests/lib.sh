@@ -217,13 +217,16 @@ _kvt_kill_daemons() {
 # kvt_abort_conn MOUNTPOINT: abort the FUSE connection of MOUNTPOINT
 # (fusectl), so that every request on it fails at once.
 kvt_abort_conn() {
-	local dev c=/sys/fs/fuse/connections
+	local dev c=/sys/fs/fuse/connections mounted=0
 	dev=$(awk -v p="$1" '$5 == p { print $3 }' /proc/self/mountinfo | tail -n 1)
 	[ -n "$dev" ] || return 0
 	if ! awk -v c="$c" '$5 == c { f = 1 } END { exit !f }' /proc/self/mountinfo; then
 		mount -t fusectl none "$c" 2>/dev/null || return 0
+		mounted=1
 	fi
 	[ -w "$c/${dev#*:}/abort" ] && echo 1 >"$c/${dev#*:}/abort"
+	# leave the machine as it was found
+	[ "$mounted" = 0 ] || umount "$c" 2>/dev/null
 	return 0
 }
 

@@ -2,8 +2,9 @@
 # Crash loop: round after round, a client stores blocks while the daemon
 # is killed (kill -9) at a random moment of the store run, then:
 #
-#   - the client saw the mount go (ENOTCONN/ECONNABORTED) and nothing
-#     wrong before;
+#   - the client saw the mount go (ENOTCONN/ECONNABORTED, or EIO for a
+#     direct write split into several requests, once the mount answers
+#     ENOTCONN) and nothing wrong before;
 #   - the dead mount is cleaned (fusermount3 -u -z);
 #   - kvtierfs-fsck on the unmounted store finds nothing torn, dangling or
 #     unparsable: only orphans (counted) and the killed mount's staging;

@@ -4,14 +4,15 @@
 # mount then released) reads, and writes in place, the version the name
 # holds now; it never answers ENOENT for the name.  The first mount keeps
 # its entries for a minute, so that the kernel does not look the name up
-# again on its own.  At the end kvtierfs-fsck finds nothing left over.
+# again on its own.  A setxattr there lands on the version the name holds
+# now, and does not undo the other mount's store.  At the end kvtierfs-fsck finds nothing left over.
 # (The races of many writers on two mounts: t-concurrency.sh.)
 . "$(dirname "$0")/lib.sh"
 
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 
 kvt_require_root
-plan 12
+plan 17
 kvt_setup
 [ -x "$KVTIERFS_FSCK" ] || bail "kvtierfs-fsck is not built: $KVTIERFS_FSCK"
 MNT2="$T/mnt2"
@@ -40,6 +41,19 @@ ok_cmd "mount 1 writes one byte in place into f: no ENOENT" \
 ok_cmd "f is the version mount 2 stored last, with that byte, seen from mount 2" \
 	cmp "$T/c0" "$MNT2/f"
 ok_cmd "and from mount 1" cmp "$T/c0" "$MNT/f"
+
+# setxattr on an inode whose version the other mount replaced: the kernel
+# is told ESTALE, looks the name up again and sets it on the version there
+ok_cmd "mount 1 stores g and reads it back" \
+	bash -c 'cp "$1" "$2/g" && cmp "$1" "$2/g"' _ "$T/a" "$MNT"
+ok_cmd "mount 2 replaces g" \
+	bash -c 'cp "$1" "$2/g.tmp" && mv "$2/g.tmp" "$2/g"' _ "$T/b" "$MNT2"
+ok_cmd "mount 1 sets user.k on g" setfattr -n user.k -v v1 "$MNT/g"
+ok_cmd "g is mount 2's version, from both mounts (its store is not undone)" \
+	bash -c 'cmp "$1" "$2/g" && cmp "$1" "$3/g"' _ "$T/b" "$MNT" "$MNT2"
+v=$(kvt_run getfattr --only-values -n user.k "$MNT2/g" 2>/dev/null)
+[ "$v" = v1 ]
+ok $? "mount 2 sees user.k on its version: '$v'"
 
 kvt_stop "$MNT2" "$pid2"
 kvt_umount

@@ -113,6 +113,13 @@ static bool anchored(const char *buf)
 	return lower_exists(anchor);
 }
 
+static bool lower_name_exists(const char *name)
+{
+	g_autofree char *path = g_build_filename(top, "names", name, NULL);
+
+	return lower_exists(path);
+}
+
 /* Only the lock in @s's staging area. */
 static bool staging_clean(struct kvt_store *s)
 {
@@ -320,6 +327,101 @@ static void test_purge_unparsable_replaced(void)
 	kvt_published_clear(&x.pub);
 }
 
+/* B's publication, at the @at-th rename call of A's transaction. */
+struct nth_step {
+	struct step x;
+	int at, seen;
+};
+
+static void b_publishes_nth(void *arg)
+{
+	struct nth_step *n = arg;
+
+	if (++n->seen < n->at) {
+		kvt_fault_hook(KVT_FAULT_RENAME, "*", b_publishes_nth, n);
+		return;
+	}
+	b_publishes(&n->x);
+}
+
+/* A renames the published 'src' over the published 'dst' while B
+ * publishes at 'src', before each of A's renames in turn.  Either B came
+ * first (its record moves: 'dst' reads B's bytes, 'src' is gone) or the
+ * rename did ('dst' reads A's bytes, 'src' B's); B's store is never lost
+ * and the old 'dst' goes with its object. */
+static void test_rename_while_published_at_source(void)
+{
+	struct kvt_dir *names = kvt_store_names(A);
+
+	for (int at = 1; at <= 3; at++) {
+		g_autofree char *a = pattern(20 + at), *b = pattern(30 + at), *d = pattern(40 + at);
+		struct nth_step n = { .x = { .name = "src", .buf = b }, .at = at };
+		struct kvt_published pa, pd;
+		struct kvt_record replaced;
+		g_autofree char *desc = NULL;
+		bool b_first, rename_first;
+		int ret;
+
+		ok(publish_buf(A, "src", a, &pa) == 0 && publish_buf(A, "dst", d, &pd) == 0,
+		   "A stores 'src' and 'dst'");
+		kvt_fault_hook(KVT_FAULT_RENAME, "*", b_publishes_nth, &n);
+		ret = kvt_name_rename(A, names, "src", names, "dst", 0, &replaced);
+		if (ret == 0 && replaced.ref[0])
+			kvt_object_release(A, &replaced);
+		kvt_record_clear(&replaced);
+		b_first = reads(A, "dst", b) && !lower_name_exists("src");
+		rename_first = reads(A, "dst", a) && reads(A, "src", b);
+		desc = g_strdup_printf("rename, B publishing at its source before A's rename call %d: %s",
+				       at, b_first ? "B's record moved" :
+				       rename_first ? "B's record stays at 'src'" : "B's store is lost");
+		ok(ret == 0 && n.x.ran && n.x.ret == 0 && (b_first || rename_first), desc);
+		ok(links_of(d) == 0 && links_of(b) == 2 && links_of(a) == (b_first ? 0 : 2),
+		   "... the old 'dst' went whole (and A's 'src' if B replaced it); what is named keeps its reference and anchor");
+		ok(staging_clean(A) && staging_clean(B), "... both staging areas hold only their lock and mark");
+		kvt_name_remove(A, names, "src");
+		kvt_name_remove(A, names, "dst");
+		kvt_published_clear(&pa);
+		kvt_published_clear(&pd);
+		kvt_published_clear(&n.x.pub);
+	}
+}
+
+/* A sets an xattr of 'x' (kvt_store_rewrite of the record it knows) while
+ * B replaces 'x': before A takes the record off the name, and between A's
+ * two steps.  B's bytes stay at the name either way, and A's go. */
+static void test_rewrite_while_replaced(void)
+{
+	struct kvt_dir *names = kvt_store_names(A);
+	static const char *const where[] = { "w.*", "n.*" };
+
+	for (guint i = 0; i < G_N_ELEMENTS(where); i++) {
+		g_autofree char *a = pattern(50 + i), *b = pattern(60 + i);
+		struct step x = { .name = "x", .buf = b };
+		struct kvt_meta meta = { .mode = 0644 };
+		g_autofree char *desc = NULL;
+		struct kvt_published pa;
+		struct stat st;
+		int ret;
+
+		ok(publish_buf(A, "x", a, &pa) == 0, "A stores 'x'");
+		pa.rec.xattrs = kvt_xattrs_new();
+		g_hash_table_insert(pa.rec.xattrs, g_strdup("user.k"), g_bytes_new("v", 1));
+		kvt_fault_hook(KVT_FAULT_RENAME, where[i], b_publishes, &x);
+		ret = kvt_store_rewrite(A, names, "x", &pa.rec, &meta, &st);
+		desc = g_strdup_printf("A rewrites the record; B replaced it %s: %s",
+				       i == 0 ? "first (ESTALE)" : "between A's two steps (B's came later: 0)",
+				       g_strerror(-ret));
+		ok(x.ran && x.ret == 0 && (i == 0 ? ret == -ESTALE : ret == 0), desc);
+		ok(reads(A, "x", b) && reads(B, "x", b) && links_of(b) == 2,
+		   "... the name holds B's bytes, with their reference and anchor");
+		ok(links_of(a) == 0, "... A's bytes went whole");
+		ok(staging_clean(A) && staging_clean(B), "... both staging areas hold only their lock and mark");
+		kvt_name_remove(A, names, "x");
+		kvt_published_clear(&pa);
+		kvt_published_clear(&x.pub);
+	}
+}
+
 static void count_problem(const struct kvt_problem_report *p, void *data)
 {
 	printf("# %s %s: %s\n", kvt_problem_name(p->kind), p->path, p->detail);
@@ -333,7 +435,7 @@ int main(void)
 	struct kvt_check_opts o = { .problem = count_problem };
 	struct kvt_check_result res;
 
-	printf("1..34\n");
+	printf("1..%d\n", 34 + 3 * 4 + 2 * 5);
 	top = dir;
 	A = kvt_store_open(top, &err);
 	B = A ? kvt_store_open(top, &err) : NULL;
@@ -346,6 +448,8 @@ int main(void)
 	test_two_releases();
 	test_lookup_replaced();
 	test_purge_unparsable_replaced();
+	test_rename_while_published_at_source();
+	test_rewrite_while_replaced();
 	kvt_store_close(A);
 	kvt_store_close(B);
 	ok(kvt_check(top, &o, &res, &err) && res.problems == 0 && res.errors == 0,

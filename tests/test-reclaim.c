@@ -365,7 +365,7 @@ int main(void)
 
 	kvt_log_init(FALSE);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("1..29\n");
+	printf("1..31\n");
 
 	/* ---- orphans of every kind, and what must stay ------------------ */
 	good = dead_mount_stores(top, "n", 10);
@@ -609,6 +609,35 @@ int main(void)
 		ok(bad == 0, "2000 mounts started while dead staging was removed beside them "
 		   "(as every pass does): all hold their lock");
 		ok(lost == 0, "... and all still say that they mark their moves");
+		cleanup(t);
+	}
+
+	/* ---- an anchor alone of late: a release a step from its end ----- */
+	{
+		g_autofree char *t = g_dir_make_tmp("kvt-reclaim-XXXXXX", NULL);
+		struct kvt_reclaim_opts graced = { .rate = 0, .anchor_grace = 3600 };
+		g_autofree char *ref = NULL, *anc = NULL;
+		struct kvt_store *s;
+
+		good = dead_mount_stores(t, "g", 1);
+		ref = object_of(t, "g0", false);
+		anc = object_of(t, "g0", true);
+		/* another mount's release stopped between its two unlinks */
+		good = good && rm_name(t, "g0") && unlink(ref) == 0;
+		s = kvt_store_open(t, &err);
+		r = kvt_reclaimer_new(s, &graced);
+		kvt_reclaimer_pass(r, &res);
+		show("graced pass", &res);
+		ok(good && !res.aborted && res.reclaimed == 0 && lower_exists(anc),
+		   "an anchor whose last reference went a moment ago is left to the mount releasing it "
+		   "(a grace of an hour)");
+		kvt_reclaimer_free(r);
+		r = kvt_reclaimer_new(s, &fast);
+		kvt_reclaimer_pass(r, &res);
+		ok(!res.aborted && res.reclaimed == 1 && !lower_exists(anc),
+		   "... a pass without the grace takes it");
+		kvt_reclaimer_free(r);
+		kvt_store_close(s);
 		cleanup(t);
 	}
 

@@ -120,11 +120,20 @@ int store_enospc(const char *dest, int e)
  * --crash-ok: the daemon may be killed during the run.  A call that fails
  * with ENOTCONN (the connection is gone) or ECONNABORTED (it was in flight
  * when it went) ends the run on every thread, prints "gone <ERRNO>" once
- * and is not a failure.  Returns 1 if e was taken so.
+ * and is not a failure.  So does EIO when the mount is gone by then: the
+ * kernel answers EIO for a direct write that went to the daemon in several
+ * requests and lost some of them with the connection.  Returns 1 if e was
+ * taken so.
  */
 int mount_gone(int e)
 {
-	if (!O.crash_ok || (e != ENOTCONN && e != ECONNABORTED))
+	struct stat st;
+
+	if (!O.crash_ok)
+		return 0;
+	if (e == EIO && (stat(O.dir, &st) == 0 || (errno != ENOTCONN && errno != ECONNABORTED)))
+		return 0;
+	if (e != ENOTCONN && e != ECONNABORTED && e != EIO)
 		return 0;
 	if (atomic_exchange(&g_stop, 1) == 0) {
 		pthread_mutex_lock(&g_out_mu);
