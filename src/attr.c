@@ -86,7 +86,9 @@ void kvt_op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_set,
 	int ret = 0;
 
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		struct kvt_stage **wstage = fi ? kvt_handle_wstage(fi) : NULL;
+		struct kvt_stage **wstage = fi ? kvt_handle_wstage(fi) :
+					   attr->st_size == 0 ?
+					   kvt_handle_trunc(ino, fuse_req_ctx(req)->pid) : NULL;
 
 		if (ino->is_dir) {
 			fuse_reply_err(req, EISDIR);

@@ -31,6 +31,8 @@ struct kvt_handle {
 	struct kvt_stage *wstage; /* writers: the version this handle writes */
 	bool writer;
 	bool cached;           /* counted in cache_readers */
+	bool fresh;            /* in the inode's fresh_writers */
+	pid_t opener;          /* the thread that opened it */
 };
 
 static void handle_free(struct kvt_fs *fs, struct kvt_live *l)
@@ -73,10 +75,47 @@ struct kvt_stage **kvt_handle_wstage(struct fuse_file_info *fi)
 	return h->writer ? &h->wstage : NULL;
 }
 
-static void open_writer(struct kvt_inode *ino, struct fuse_file_info *fi, struct kvt_handle *h)
+/* @h no longer waits for its open's O_TRUNC (caller holds ino->lock). */
+static void unfresh(struct kvt_inode *ino, struct kvt_handle *h)
+{
+	if (h->fresh) {
+		ino->fresh_writers = g_slist_remove(ino->fresh_writers, h);
+		h->fresh = false;
+	}
+}
+
+struct kvt_stage **kvt_handle_trunc(struct kvt_inode *ino, pid_t pid)
+{
+	struct kvt_stage **wstage = NULL;
+
+	kvt_inode_lock(ino);
+	for (GSList *l = ino->fresh_writers; l; l = l->next) {
+		struct kvt_handle *h = l->data;
+
+		if (h->opener == pid) {
+			unfresh(ino, h);
+			wstage = &h->wstage;
+			break;
+		}
+	}
+	kvt_inode_unlock(ino);
+	return wstage;
+}
+
+static void open_writer(struct kvt_inode *ino, struct fuse_file_info *fi, struct kvt_handle *h,
+			pid_t opener)
 {
 	h->writer = true;
 	ino->writers++;
+	/* Without atomic O_TRUNC (ops.c) the O_TRUNC of this open follows as
+	 * a SETATTR without a handle, from the same thread, before the open
+	 * returns: kvt_handle_trunc finds this handle for it, so that the
+	 * empty version is this handle's, published at its close. */
+	if (!h->wstage) {
+		h->opener = opener;
+		h->fresh = true;
+		ino->fresh_writers = g_slist_prepend(ino->fresh_writers, h);
+	}
 	/* Writes bypass the page cache so that it only ever holds published
 	 * bytes, which readers of older versions may share.  O_DIRECT ones
 	 * do anyway, and on the kernel's own direct I/O path the requests of
@@ -149,7 +188,7 @@ void kvt_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
 	h = handle_new(fs);
 	kvt_inode_lock(ino);
 	h->wstage = kvt_stage_ref(ino->stage);
-	open_writer(ino, fi, h);
+	open_writer(ino, fi, h, 0);
 	kvt_inode_unlock(ino);
 	kvt_fill_entry(fs, ino, NULL, &e);
 	kvt_inode_unlock(p);
@@ -443,7 +482,7 @@ void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 		if (fi->flags & O_TRUNC)
 			ret = kvt_version_begin(fs, ino, true, &ref_inode, &h->wstage);
 		if (ret == 0)
-			open_writer(ino, fi, h);
+			open_writer(ino, fi, h, fuse_req_ctx(req)->pid);
 	} else if (h->fd >= 0) {
 		open_reader(ino, fi, h);
 	} else if (ino->stage && ino->writers == 0 && kvt_stage_error(ino->stage)) {
@@ -607,8 +646,16 @@ void kvt_op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size, of
 	struct kvt_stage *st;
 	int ret;
 
-	kill_suid(kvt_inode_of(fs, n), fuse_req_ctx(req));
-	ret = kvt_version_for_write(fs, kvt_inode_of(fs, n), &handle_of(fi)->wstage, &st);
+	struct kvt_inode *ino = kvt_inode_of(fs, n);
+	struct kvt_handle *h = handle_of(fi);
+
+	kill_suid(ino, fuse_req_ctx(req));
+	if (__atomic_load_n(&h->fresh, __ATOMIC_RELAXED)) {
+		kvt_inode_lock(ino);
+		unfresh(ino, h);
+		kvt_inode_unlock(ino);
+	}
+	ret = kvt_version_for_write(fs, ino, &h->wstage, &st);
 
 	if (ret == 0) {
 		ret = kvt_stage_write(st, buf, size, off);
@@ -693,6 +740,7 @@ void kvt_op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	kvt_inode_lock(ino);
 	if (h->writer)
 		ino->writers--;
+	unfresh(ino, h);
 	if (h->cached)
 		ino->cache_readers--;
 	kvt_inode_unlock(ino);

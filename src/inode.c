@@ -94,7 +94,8 @@ void kvt_inode_detach(struct kvt_inode *child)
 	if (!child->unlinked && p &&
 	    g_hash_table_lookup(p->children, child->name) == child)
 		g_hash_table_remove(p->children, child->name);
-	child->unlinked = true;
+	/* Read without the tree lock for st_nlink (resolve.c). */
+	__atomic_store_n(&child->unlinked, true, __ATOMIC_RELAXED);
 }
 
 static void inode_free(struct kvt_fs *fs, struct kvt_inode *ino)

@@ -44,6 +44,7 @@ struct kvt_inode {
 	struct kvt_stage *stage; /* latest version being written, or NULL */
 	GCond published;      /* with lock: a publication of stage ended */
 	int writers;          /* open handles that may write */
+	GSList *fresh_writers; /* writer handles with no version yet (file.c) */
 	bool rewritten;       /* a version was written in place at some time */
 	bool release_on_free; /* replaced: the object goes with the inode */
 	int cache_readers;    /* open readers using the page cache */

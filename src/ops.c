@@ -12,9 +12,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* No atomic O_TRUNC: with it the kernel sets its size of the file to
 	 * 0 at the open and lets it follow the writer, and every reader of
 	 * the published version sees that size (LMCache rewrites in place).
-	 * Without it O_TRUNC arrives as a SETATTR of size 0 on the new
-	 * handle, which starts the handle's own version (version.h), and the
-	 * size the kernel keeps is the published one. */
+	 * Without it O_TRUNC arrives as a SETATTR of size 0 after the open,
+	 * without the handle but from the thread that opened it, which
+	 * starts that handle's own version (kvt_handle_trunc, version.h), and
+	 * the size the kernel keeps is the published one. */
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	if (conn->capable & FUSE_CAP_ASYNC_DIO)
 		conn->want |= FUSE_CAP_ASYNC_DIO;

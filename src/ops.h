@@ -28,6 +28,10 @@ void kvt_op_fsync(fuse_req_t req, fuse_ino_t n, int datasync, struct fuse_file_i
 void kvt_op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi);
 /* The version a handle writes (NULL for a reader's handle). */
 struct kvt_stage **kvt_handle_wstage(struct fuse_file_info *fi);
+/* For a truncate without a handle from thread @pid: the version of the
+ * handle of @ino that thread opened for writing and has not written
+ * through yet (its open's O_TRUNC), or NULL (a truncate by path). */
+struct kvt_stage **kvt_handle_trunc(struct kvt_inode *ino, pid_t pid);
 /* namespace.c */
 void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
 void kvt_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);

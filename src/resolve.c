@@ -16,7 +16,8 @@ void kvt_file_attr(struct kvt_inode *ino, struct stat *st)
 {
 	*st = ino->meta;
 	st->st_ino = ino->st_ino;
-	st->st_nlink = 1;
+	/* Unlinked, or renamed over, while someone holds it open. */
+	st->st_nlink = __atomic_load_n(&ino->unlinked, __ATOMIC_RELAXED) ? 0 : 1;
 	if (ino->has_record && ino->rec.kind != KVT_KIND_FILE) {
 		/* A symbolic link or a special file: what its record says. */
 		st->st_mode = kvt_kind_type(ino->rec.kind) | (st->st_mode & 07777);

@@ -7,7 +7,7 @@
 # files, and the clear answer for what kvtierfs refuses (link: EPERM).
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
-plan 36
+plan 39
 kvt_setup
 kvt_mount
 M=$MNT
@@ -79,8 +79,10 @@ pl 'put("u", "open then unlinked"); open(my $h, "<", "u") or exit 1; unlink("u")
 	exit 1 if -e "u"; local $/; my $s = <$h>; exit($s ne "open then unlinked")'
 ok $? "a file unlinked while open is still read through its descriptor"
 
-pl 'put("t", "0123456789"); truncate("t", 4) or exit 1; exit 1 unless get("t") eq "0123";
-	truncate("t", 8) or exit 1; exit(get("t") ne "0123\0\0\0\0")'
+pl 'put("t", "0123456789"); truncate("t", 4) or exit 1; my $a = get("t");
+	truncate("t", 8) or exit 1; my $b = get("t"); s/\0/\\0/g for $a, $b;
+	print "# after truncate to 4: \"$a\", then to 8: \"$b\"\n";
+	exit(!($a eq "0123" && $b eq "0123\\0\\0\\0\\0"))'
 ok $? "truncate shortens, and extends with zeros"
 pl 'put("ap", "first,"); open(my $f, ">>", "ap") or exit 1; print $f "second"; close($f) or exit 1;
 	exit(get("ap") ne "first,second")'
@@ -108,6 +110,21 @@ pl '!link("f", "hard") && $!{EPERM} or exit 1; exit(-e "hard")'
 ok $? "link is refused with EPERM (a content-addressed name has no inode to share)"
 pl 'unlink("sl", "sl3", "fifo", "chr") == 4 or exit 1; exit(-e "sl" || -e "fifo")'
 ok $? "symbolic links and special files are unlinked"
+
+# O_TRUNC reaches the daemon as a SETATTR without the handle: it must
+# still be the opener's own version
+pl 'put("tr", "0123456789"); open(my $f, ">", "tr") or exit 1; close($f) or exit 1;
+	exit(!((stat("tr"))[7] == 0 && get("tr") eq ""))'
+ok $? "an open with O_TRUNC and a close, nothing written, empties a published file"
+pl 'put("tw", "old"); open(my $a, ">", "tw") or exit 1; open(my $b, ">", "tw") or exit 1;
+	syswrite($a, "A" x 8) == 8 or exit 1; syswrite($b, "BB") == 2 or exit 1;
+	close($a) or exit 1; my $mid = get("tw"); close($b) or exit 1;
+	exit(!($mid eq "A" x 8 && get("tw") eq "BB"))'
+ok $? "two writers that opened with O_TRUNC publish each its own version at its close, never a mix"
+
+pl 'put("ul", "x"); open(my $f, "<", "ul") or exit 1; unlink("ul") or exit 1;
+	exit(!((stat($f))[3] == 0 && -e "ul" == 0))'
+ok $? "a file unlinked while open has a link count of 0 (fstat)"
 
 pl 'symlink("f", "keep-link"); system("mkfifo", "keep-fifo"); exit 0'
 kvt_umount
