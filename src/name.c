@@ -316,19 +316,24 @@ int kvt_name_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 			drop_staged(s, taken);
 		return -ESTALE;
 	}
-	kvt_dir_unlink(s->stage, taken);
 	ret = place_new(s, tmp, d, name);
-	if (ret < 0) {
-		/* EEXIST: a publication took the name in between, and
-		 * replaced this version.  Else lost, as at a crash between the
-		 * two renames: a miss, never other bytes.  Its object goes. */
-		kvt_dir_unlink(s->stage, tmp);
-		kvt_object_release(s, rec);
-		return ret == -EEXIST ? 0 : ret;
+	if (ret == 0) {
+		kvt_dir_unlink(s->stage, taken);
+		if (kvt_dir_stat(d, name, rec_st) < 0 || rec_st->st_ino != st.st_ino)
+			memset(rec_st, 0, sizeof(*rec_st));
+		return 0;
 	}
-	if (kvt_dir_stat(d, name, rec_st) < 0 || rec_st->st_ino != st.st_ino)
-		memset(rec_st, 0, sizeof(*rec_st));
-	return 0;
+	kvt_dir_unlink(s->stage, tmp);
+	if (ret == -EEXIST) {
+		/* A publication took the name in between: it replaced this
+		 * version, whose object goes. */
+		drop_staged(s, taken);
+		return 0;
+	}
+	/* The old record back, unless a publication took the name. */
+	if (place_new(s, taken, d, name) < 0)
+		drop_staged(s, taken);
+	return ret;
 }
 
 int kvt_name_take(struct kvt_store *s, struct kvt_dir *d, const char *name,

@@ -50,13 +50,23 @@ n=$(wc -l <"$T/stored")
 grep -q ENOSPC "$T/stores.out" && [ "$n" -gt 0 ] && [ "$n" -lt 2000 ]
 ok $? "some stored ($n), the rest failed with ENOSPC, none appeared"
 
+# check_all: every stored block reads back; counts into the totals.
+checked=0 wrong=0 lost=0
 check_all() {
-	kvt_run perl -e 'my ($d, $list) = @ARGV; open(my $l, "<", $list) or exit 2;
-		while (my $i = <$l>) { chomp $i;
+	local line st
+	line=$(kvt_run perl -e 'my ($d, $list) = @ARGV; open(my $l, "<", $list) or exit 2;
+		my ($n, $lost, $wrong) = (0, 0, 0);
+		while (my $i = <$l>) { chomp $i; $n++;
 			my $name = sprintf("%s/m/b%05d.bin", $d, $i);
-			open(my $f, "<", $name) or die "$name: $!\n"; local $/;
-			<$f> eq sprintf("%08d", $i) x 512 or die "$name: wrong bytes\n" }' \
-		"$MNT" "$T/stored"
+			if (!open(my $f, "<", $name)) { print STDERR "$name: $!\n"; $lost++; next }
+			else { local $/; <$f> eq sprintf("%08d", $i) x 512 or
+				do { print STDERR "$name: wrong bytes\n"; $wrong++ } } }
+		print "$n $lost $wrong\n"; exit($lost || $wrong)' \
+		"$MNT" "$T/stored")
+	st=$?
+	read -r n_c n_l n_w <<<"$line"
+	checked=$((checked + ${n_c:-0})) lost=$((lost + ${n_l:-0})) wrong=$((wrong + ${n_w:-1}))
+	return $st
 }
 check_all
 ok $? "every stored block reads back"
@@ -65,8 +75,9 @@ ok $? "no temp file left (${n_tmp})"
 kvt_umount
 "$FSCK" "$LOWER" >"$T/fsck.out" 2>&1
 rc=$?
+orphans=$(grep -c '^orphan' "$T/fsck.out")
 [ "$rc" = 0 ]
-ok $? "kvtierfs-fsck: no orphan, nothing torn (exit $rc): $(grep -c '^orphan' "$T/fsck.out") orphans"
+ok $? "kvtierfs-fsck: no orphan, nothing torn (exit $rc): $orphans orphans"
 grep -E '^orphan' "$T/fsck.out" | head -n 5 | sed 's/^/# /'
 rm -f "$T/disk/filler"
 kvt_mount
@@ -75,4 +86,4 @@ check_all
 ok $? "and the blocks stored before still read back"
 kvt_umount
 
-kvt_stress_summary 1 - - - -
+kvt_stress_summary 1 "$checked" "$wrong" "$lost" "$orphans"
