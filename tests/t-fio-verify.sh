@@ -1,6 +1,6 @@
 #!/bin/bash
 # fio jobs with verification (tests/fio/verify/*.fio) against a mount, for
-# KVT_FIO_RUNTIME seconds each (default 15; the whole file takes about
+# KVT_FIO_RUNTIME seconds each (default 30; the whole file takes about
 # 3 x KVT_FIO_RUNTIME + 30 s):
 #
 #   write-once.fio  2 MiB files written once (O_DIRECT, buffered, libaio),
@@ -28,7 +28,7 @@
 # kvt-timeout: 300
 . "$(dirname "$0")/lib.sh"
 
-: "${KVT_FIO_RUNTIME:=$(kvt_stress_pick 15 600)}"
+: "${KVT_FIO_RUNTIME:=$(kvt_stress_pick 30 600)}"
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 JOBS="$KVT_LIB_DIR/fio/verify"
 BLK=$((2 << 20))
