@@ -76,6 +76,9 @@ static const char usage_text[] =
 "                       that order (default: all four)\n"
 "  --drop-caches        sync and write 3 to /proc/sys/vm/drop_caches before\n"
 "                       the first load run (cold load; needs root)\n"
+"  --lookup-after SEC   wait SEC seconds after the store before the lookups\n"
+"                       (default 0): a server looks blocks up long after it\n"
+"                       stored them, past the kernel's short timeouts\n"
 "  --repeat-load N      run the load phase N times (default 1); the runs\n"
 "                       after the first are labelled load-2, load-3, ...\n"
 "  --key-base N         first block key (default 0): keys BASE..BASE+N-1\n"
@@ -106,7 +109,7 @@ static struct {
 	const char *model;
 	size_t block_size;
 	uint64_t blocks, key_base;
-	unsigned threads, lookup_threads, repeat_load;
+	unsigned threads, lookup_threads, repeat_load, lookup_after;
 	int odirect, check, drop_caches, quiet, fsync;
 	int run[PH_COUNT];
 } O = {
@@ -752,6 +755,8 @@ static void parse_args(int argc, char **argv)
 			parse_phases(val);
 		} else if (FLAG("--drop-caches")) {
 			O.drop_caches = 1;
+		} else if (ARG("--lookup-after")) {
+			O.lookup_after = (unsigned)parse_u64(a, val, 0, 86400);
 		} else if (ARG("--repeat-load")) {
 			O.repeat_load = (unsigned)parse_u64(a, val, 1, 1000);
 		} else if (ARG("--key-base")) {
@@ -804,6 +809,8 @@ int main(int argc, char **argv)
 	make_pattern();
 	if (O.run[PH_STORE])
 		errors += run_phase(PH_STORE, "store");
+	if (O.run[PH_LOOKUP] && O.lookup_after)
+		sleep(O.lookup_after);
 	if (O.run[PH_LOOKUP])
 		errors += run_phase(PH_LOOKUP, "lookup");
 	if (O.run[PH_LOOKUP_MISS])

@@ -250,6 +250,11 @@ static void touch_atime(struct kvt_fs *fs, struct kvt_inode *ino)
 	kvt_dir_setattr(pd, ino->name, KVT_SET_TIMES, 0, 0, 0, ts);
 	kvt_inode_unlock(p);
 	kvt_dir_unref(pd);
+	/* An evictor's stat must see it, however long the kernel keeps
+	 * attributes (share.h); attributes only, no page lock is waited
+	 * for. */
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, kvt_nodeid_of(fs, ino), -1, 0);
 }
 
 /* @ino shows another version than @rec by now: it was replaced (rewritten

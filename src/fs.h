@@ -43,7 +43,8 @@ struct kvt_fs {
 
 	/* Options. */
 	char *tmp_suffix;            /* names with it are published only by rename */
-	double entry_timeout, attr_timeout;
+	double entry_timeout, attr_timeout; /* < 0: by sharing (share.h) */
+	bool shared;                 /* atomic: another mount uses the store */
 	double negative_timeout;     /* kernel caching of "no such name" */
 	bool verify_always;          /* hash on every open, not once per mount */
 	bool sync;                   /* -o sync: publications durable (publish.c) */

@@ -17,6 +17,7 @@
 #include "notify.h"
 #include "options.h"
 #include "reclaim.h"
+#include "share.h"
 #include "store.h"
 #include "uring.h"
 
@@ -207,6 +208,7 @@ static void fs_fini(struct kvt_fs *fs)
 static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt)
 {
 	struct kvt_reclaimer *reclaimer = NULL;
+	struct kvt_share_watch *share = NULL;
 	struct fuse_loop_config *loop;
 	int ret;
 
@@ -232,7 +234,9 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 			g_warning("ready_fd %d: %s", o->ready_fd, g_strerror(errno));
 		close(o->ready_fd);
 	}
-	/* After daemonizing: a thread does not survive the fork. */
+	/* After daemonizing: a thread does not survive the fork.  The
+	 * sharing is known before the first request is served. */
+	share = kvt_share_watch_start(fs, o->shared);
 	if (o->reclaim) {
 		struct kvt_reclaim_opts ro = {
 			.rate = (unsigned)o->reclaim,
@@ -252,6 +256,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	ret = fuse_session_loop_mt(fs->se, loop);
 	fuse_loop_cfg_destroy(loop);
 	kvt_reclaimer_free(reclaimer);
+	kvt_share_watch_stop(share);
 	/* What is still queued for the kernel goes before it is gone. */
 	kvt_notifier_free(g_steal_pointer(&fs->notifier));
 	fuse_session_unmount(fs->se);

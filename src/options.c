@@ -30,6 +30,7 @@ enum value_key {
 	KEY_URING,
 	KEY_VERIFY_CACHE,
 	KEY_MAX_DIR_FDS,
+	KEY_SHARED,
 	KEY_SYNC,
 	KEY_RECLAIM,
 	KEY_RECLAIM_INTERVAL,
@@ -73,11 +74,11 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		.help = "names ending in S are temp files",
 	},
 	[KEY_ENTRY_TIMEOUT] = {
-		"entry_timeout", SECONDS, FIELD(entry_timeout), 0, 86400, 1,
+		"entry_timeout", SECONDS, FIELD(entry_timeout), 0, 86400, -1, "86400 alone, 1 shared",
 		.metavar = "SEC", .help = "seconds the kernel caches a name",
 	},
 	[KEY_ATTR_TIMEOUT] = {
-		"attr_timeout", SECONDS, FIELD(attr_timeout), 0, 86400, 1,
+		"attr_timeout", SECONDS, FIELD(attr_timeout), 0, 86400, -1, "86400 alone, 1 shared",
 		.metavar = "SEC", .help = "seconds it caches attributes",
 	},
 	[KEY_NEGATIVE_TIMEOUT] = {
@@ -116,6 +117,10 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 	},
 	/* kvtierfs's: the kernel's MS_SYNCHRONOUS would send an fsync after
 	 * every write, and an fsync publishes a file written in place. */
+	[KEY_SHARED] = {
+		"shared", FLAG, FIELD(shared), .dflt_text = "when another mount is live",
+		.help = "other mounts (other hosts) may use the store",
+	},
 	[KEY_SYNC] = {
 		"sync", FLAG, FIELD(sync), .dflt_text = "off",
 		.help = "every publication durable before it returns",
@@ -156,6 +161,7 @@ static const struct fuse_opt kvt_opts[] = {
 	VALUE("uring", KEY_URING),
 	VALUE("verify_cache", KEY_VERIFY_CACHE),
 	VALUE("max_dir_fds", KEY_MAX_DIR_FDS),
+	VALUE("shared", KEY_SHARED),
 	VALUE("sync", KEY_SYNC),
 	VALUE("reclaim", KEY_RECLAIM),
 	VALUE("reclaim_interval", KEY_RECLAIM_INTERVAL),

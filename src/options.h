@@ -15,7 +15,7 @@ struct kvt_options {
 	/* -o options of kvtierfs; counts are whole numbers below INT_MAX */
 	int ready_fd;		/* -1: none */
 	char *tmp_suffix;	/* "": no temp files */
-	double entry_timeout;	/* seconds */
+	double entry_timeout;	/* seconds; < 0: by sharing (share.h) */
 	double attr_timeout;
 	double negative_timeout;
 	int max_threads;
@@ -25,6 +25,7 @@ struct kvt_options {
 	int max_inodes;
 	int verify_cache;
 	int max_dir_fds;
+	bool shared;		/* shared: the store counts as shared always */
 	bool sync;		/* sync: publications durable at once */
 	int reclaim;		/* lower entries a second; 0: off */
 	double reclaim_interval;

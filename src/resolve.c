@@ -11,6 +11,7 @@
 #include "object.h"
 #include "ops.h"
 #include "purge.h"
+#include "share.h"
 
 void kvt_file_attr(struct kvt_inode *ino, struct stat *st)
 {
@@ -55,8 +56,8 @@ void kvt_fill_entry(struct kvt_fs *fs, struct kvt_inode *ino, const struct stat 
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = kvt_nodeid_of(fs, ino);
-	e->attr_timeout = fs->attr_timeout;
-	e->entry_timeout = fs->entry_timeout;
+	e->attr_timeout = kvt_timeout(fs, fs->attr_timeout);
+	e->entry_timeout = kvt_timeout(fs, fs->entry_timeout);
 	if (ino->is_dir) {
 		e->attr = *dir_st;
 		e->attr.st_ino = ino->st_ino;
@@ -290,7 +291,7 @@ void kvt_reply_attr(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *ino, in
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
-		fuse_reply_attr(req, &st, fs->attr_timeout);
+		fuse_reply_attr(req, &st, kvt_timeout(fs, fs->attr_timeout));
 }
 
 void kvt_op_getattr(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)

@@ -148,6 +148,22 @@ guint kvt_store_stale_removed(struct kvt_store *s)
 	return s->stale_removed;
 }
 
+int kvt_store_other_mounts(struct kvt_store *s)
+{
+	int ret, n = 0;
+	g_autoptr(GPtrArray) ents = kvt_dir_list(s->layout.staging, false, &ret);
+
+	if (!ents)
+		return ret;
+	for (guint i = 0; i < ents->len; i++) {
+		const struct kvt_dirent *e = ents->pdata[i];
+
+		if (strcmp(e->name, s->mount_id) && kvt_staging_live(&s->layout, e->name) == 1)
+			n++;
+	}
+	return n;
+}
+
 void kvt_store_set_stats(struct kvt_store *s, struct kvt_stats *stats)
 {
 	s->stats = stats;

@@ -48,8 +48,9 @@ static void check_parsed(const struct kvt_options *o)
 	expect(o->lowerdir && o->mountpoint);
 	expect(o->ready_fd >= -1);
 	expect(o->tmp_suffix && !strchr(o->tmp_suffix, '/'));
-	expect(o->entry_timeout >= 0 && o->entry_timeout <= 86400);
-	expect(o->attr_timeout >= 0 && o->attr_timeout <= 86400);
+	/* -1: not given, by sharing (share.h) */
+	expect(o->entry_timeout == -1 || (o->entry_timeout >= 0 && o->entry_timeout <= 86400));
+	expect(o->attr_timeout == -1 || (o->attr_timeout >= 0 && o->attr_timeout <= 86400));
 	expect(o->negative_timeout >= 0 && o->negative_timeout <= 86400);
 	expect(o->max_threads >= 1 && o->max_threads <= 1024);
 	expect(o->max_idle_threads >= -1 && o->max_idle_threads <= 1024);
