@@ -5,7 +5,7 @@
 #include "notify.h"
 #include "ops.h"
 
-/* A file the kernel knows, in the order it learnt of them. */
+/* A file or directory the kernel knows, in the order it learnt of them. */
 struct kvt_lru_entry {
 	GList link;
 	struct kvt_inode *ino;
@@ -19,7 +19,7 @@ static void entry_free(struct kvt_lru_entry *e)
 	g_free(e);
 }
 
-/* Enters a file into fs->lru, and asks the kernel to drop the oldest
+/* Enters an inode into fs->lru, and asks the kernel to drop the oldest
  * names past fs->max_inodes (caller holds the parent's lock, which keeps
  * ino->name). */
 static void lru_add(struct kvt_fs *fs, struct kvt_inode *ino)
@@ -54,7 +54,7 @@ void kvt_count_lookup(struct kvt_fs *fs, struct kvt_inode *ino)
 {
 	if (ino->nlookup++ == 0) {
 		kvt_inode_ref(ino);
-		if (!ino->is_dir && !ino->lru)
+		if (ino != fs->root && !ino->lru)
 			lru_add(fs, ino);
 	}
 }

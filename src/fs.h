@@ -49,10 +49,12 @@ struct kvt_fs {
 	bool verify_always;          /* hash on every open, not once per mount */
 	bool sync;                   /* -o sync: publications durable (publish.c) */
 
-	/* The files the kernel knows, oldest first.  The kernel keeps what it
-	 * looked up until memory runs short, and each costs an inode here;
-	 * past max_inodes the oldest names are dropped from its dentry cache
-	 * (it then forgets them), so the daemon's memory stays bounded. */
+	/* The files and directories the kernel knows, oldest first.  The
+	 * kernel keeps what it looked up until memory runs short, and each
+	 * costs an inode here; past max_inodes the oldest names are dropped
+	 * from its dentry cache (it then forgets them, a directory with its
+	 * subtree), so the daemon's memory stays bounded, whatever the
+	 * number of directories (vLLM makes one per block or two). */
 	GMutex lru_lock;
 	GQueue lru;
 	guint max_inodes;

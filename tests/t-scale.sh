@@ -2,7 +2,8 @@
 # A server's number of blocks: 100000 blocks of 4 KiB stored through the
 # mount in vLLM's layout (<3 hex>/<2 hex>_g0/<hash>.bin, about 100000
 # directories) by 16 threads, then loaded back: not one error, and the
-# daemon's open files stay bounded by -o max_dir_fds, not by the number of
+# daemon's open files stay bounded by -o max_dir_fds, and its memory by
+# 64 MiB and -o max_inodes and verify_cache, not by the number of
 # directories.
 #
 # KVT_SCALE_BLOCKS (default 100000) sets the number of blocks.
@@ -16,14 +17,22 @@ MAX_DIR_FDS=256
 # fan-out directories, and a splice pipe and an io_uring ring for each of
 # at most 64 request threads.
 FIXED=512
+MAX_INODES=65536
+VERIFY_CACHE=100000
+# The daemon's memory: 64 MiB, and what its caches hold at most:
+# max_inodes inodes (files and directories) at 1 KiB each, verify_cache
+# entries at 128 bytes.  (With directories outside max_inodes it was
+# 156 MiB here: one inode per directory, and vLLM makes about one
+# directory per block.)
+RSS_BOUND_MIB=$((64 + MAX_INODES / 1024 + VERIFY_CACHE * 128 / 1048576))
 
-plan 8
+plan 9
 kvt_require_root
 kvt_setup
 # In memory: what is measured is the daemon's files, not the disk, and
 # the next test does not wait for 100000 directories to be written back.
 mount -t tmpfs -o size=2g kvt-scale "$LOWER" || bail "mount tmpfs"
-kvt_mount max_dir_fds=$MAX_DIR_FDS
+kvt_mount max_dir_fds=$MAX_DIR_FDS max_inodes=$MAX_INODES verify_cache=$VERIFY_CACHE
 
 # The daemon's open files; nothing when it is gone, which fails the check.
 fds() {
@@ -52,4 +61,8 @@ n=$(fds)
 diag "daemon fds after the loads: $n"
 [ -n "$n" ] && [ "$n" -gt 0 ] && [ "$n" -le $((MAX_DIR_FDS + FIXED)) ]
 ok $? "and the open files are still within the bound after every directory was visited again ($n)"
+rss=$(awk '/^VmRSS:/ { print $2 }' /proc/"$KVT_PID"/status 2>/dev/null)
+diag "daemon RSS after $BLOCKS stores and loads: ${rss:-?} KiB (max_inodes=$MAX_INODES, verify_cache=$VERIFY_CACHE)"
+[ -n "$rss" ] && [ "$rss" -le $((RSS_BOUND_MIB * 1024)) ]
+ok $? "the daemon's memory stays within 64 MiB + its bounded caches = $RSS_BOUND_MIB MiB (${rss:-?} KiB)"
 kvt_umount

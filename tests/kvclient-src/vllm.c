@@ -10,13 +10,14 @@
 #include <sys/mman.h>
 
 /* The probe failed with errno @e at @step: with --report (a run under
- * injected faults) the client goes on with buffered I/O, as vLLM falls
- * back when its probe fails; else a failure. */
+ * injected faults) it says so on stdout ("probe <step> <ERRNO>") and goes
+ * on with buffered I/O, as vLLM falls back when its probe fails; else a
+ * failure. */
 static int probe_failed(const char *path, const char *step, int e)
 {
 	if (O.report) {
-		fprintf(stderr, "kvclient %s: O_DIRECT probe: %s: %s: buffered I/O from now on\n",
-			O.cmd, step, errname(e));
+		printf("probe %s %s\n", step, errname(e));
+		fflush(stdout);
 		O.odirect = 0;
 		return 0;
 	}
