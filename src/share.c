@@ -10,6 +10,7 @@
 struct kvt_share_watch {
 	struct kvt_fs *fs;
 	bool warned;    /* about staging/ that cannot be read */
+	bool again;     /* forget everything once more at the next look */
 	GMutex lock;
 	GCond cond;
 	bool stop;
@@ -58,11 +59,18 @@ static void look(struct kvt_share_watch *w)
 	}
 	if (others >= 0)
 		w->warned = false;
+	if (w->again && now) {
+		/* A reply built just before the switch may have taken the
+		 * day's timeout after the first pass. */
+		forget_all(fs);
+		w->again = false;
+	}
 	if (now == was)
 		return;
 	__atomic_store_n(&fs->shared, now, __ATOMIC_RELEASE);
 	if (now) {
 		forget_all(fs);
+		w->again = true;
 		g_message("another mount uses the store: the kernel keeps names and attributes for "
 			  "%g s", KVT_SHARED_TIMEOUT);
 	} else {
