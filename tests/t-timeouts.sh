@@ -3,7 +3,7 @@
 # it never keeps what the mount changed:
 #  1. a mount alone on its store: blocks stored, then looked up 2.5 s
 #     later (past the old 1 s timeouts) with access() from one thread; no
-#     LOOKUP reaches the daemon;
+#     LOOKUP reaches the daemon; a first miss is one LOOKUP;
 #  2. still alone, each change through the mount shows at once from
 #     another process, while the kernel's entry would still be valid: a
 #     purge (an object damaged on the lower disk, found by an open), an
@@ -19,7 +19,7 @@
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root
-plan 28
+plan 30
 kvt_setup
 
 BLOCKS=200
@@ -66,6 +66,18 @@ l1=$(stat_of "$MNT" lookups)
 ok $? "2.5 s later, access() from one thread finds all $BLOCKS ($n)"
 [ "$l1" = "$l0" ]
 ok $? "... and the kernel answered each itself: $((l1 - l0)) lookups reached the daemon"
+# a first miss: one round trip, in a directory that exists or not
+d=$(dirname "$(head -n 1 "$T/paths")")
+l0=$(stat_of "$MNT" lookups)
+! kvt_run test -e "$MNT/$d/never-stored.bin"
+l1=$(stat_of "$MNT" lookups)
+[ $((l1 - l0)) = 1 ]
+ok $? "a first miss in a known directory is one lookup in the daemon ($((l1 - l0)))"
+l0=$(stat_of "$MNT" lookups)
+! kvt_run test -e "$MNT/${d%%/*}/no-such-dir/00_g0/never-stored.bin"
+l1=$(stat_of "$MNT" lookups)
+[ $((l1 - l0)) = 1 ]
+ok $? "... and in a directory that does not exist, one too ($((l1 - l0)))"
 
 # --- 2. what the mount changes shows at once ---------------------------------
 mapfile -t P <"$T/paths"
