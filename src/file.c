@@ -78,9 +78,10 @@ struct kvt_stage **kvt_handle_wstage(struct fuse_file_info *fi)
 /* @h no longer waits for its open's O_TRUNC (caller holds ino->lock). */
 static void unfresh(struct kvt_inode *ino, struct kvt_handle *h)
 {
+	/* fresh is read without the lock by a write (kvt_op_write) */
 	if (h->fresh) {
 		ino->fresh_writers = g_slist_remove(ino->fresh_writers, h);
-		h->fresh = false;
+		__atomic_store_n(&h->fresh, false, __ATOMIC_RELAXED);
 	}
 }
 
@@ -113,7 +114,7 @@ static void open_writer(struct kvt_inode *ino, struct fuse_file_info *fi, struct
 	 * empty version is this handle's, published at its close. */
 	if (!h->wstage) {
 		h->opener = opener;
-		h->fresh = true;
+		__atomic_store_n(&h->fresh, true, __ATOMIC_RELAXED);
 		ino->fresh_writers = g_slist_prepend(ino->fresh_writers, h);
 	}
 	/* Writes bypass the page cache so that it only ever holds published

@@ -6,11 +6,12 @@
 # 64 MiB and -o max_inodes and verify_cache, not by the number of
 # directories.
 #
-# KVT_SCALE_BLOCKS (default 100000) sets the number of blocks.
+# KVT_SCALE_BLOCKS sets the number of blocks: 100000, or 1000000 with
+# KVT_STRESS=1 (scripts/stress; about 8 minutes of stores here).
 # kvt-timeout: 900
 . "$(dirname "$0")/lib.sh"
 
-BLOCKS=${KVT_SCALE_BLOCKS:-100000}
+BLOCKS=${KVT_SCALE_BLOCKS:-$(kvt_stress_pick 100000 1000000)}
 MAX_DIR_FDS=256
 # What the daemon holds open besides its directory cache: stdio, the
 # FUSE device, the store's own directories and lock, the 256 object
@@ -31,7 +32,11 @@ kvt_require_root
 kvt_setup
 # In memory: what is measured is the daemon's files, not the disk, and
 # the next test does not wait for 100000 directories to be written back.
-mount -t tmpfs -o size=2g kvt-scale "$LOWER" || bail "mount tmpfs"
+# 4 KiB of object and a page of record a block, 4 inodes a block at most
+# (record, object, and a directory or two): a million blocks overflow a
+# default tmpfs's inodes.
+mount -t tmpfs -o size=$((BLOCKS * 16 / 1024 + 1024))m,nr_inodes=$((BLOCKS * 4 + 100000)) \
+	kvt-scale "$LOWER" || bail "mount tmpfs"
 kvt_mount max_dir_fds=$MAX_DIR_FDS max_inodes=$MAX_INODES verify_cache=$VERIFY_CACHE
 
 # The daemon's open files; nothing when it is gone, which fails the check.

@@ -5,6 +5,8 @@
  */
 #include "kvclient.h"
 
+#include <sys/vfs.h>
+
 /* g_stop stays here: the other files see it through stopped() */
 atomic_ullong g_failures;
 static atomic_int g_stop;
@@ -127,11 +129,13 @@ int store_enospc(const char *dest, int e)
  */
 int mount_gone(int e)
 {
-	struct stat st;
+	struct statfs sf;
 
 	if (!O.crash_ok)
 		return 0;
-	if (e == EIO && (stat(O.dir, &st) == 0 || (errno != ENOTCONN && errno != ECONNABORTED)))
+	/* statfs: the kernel asks the daemon every time (a stat may be
+	 * answered from its cache, dead connection or not). */
+	if (e == EIO && (statfs(O.dir, &sf) == 0 || (errno != ENOTCONN && errno != ECONNABORTED)))
 		return 0;
 	if (e != ENOTCONN && e != ECONNABORTED && e != EIO)
 		return 0;
