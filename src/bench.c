@@ -87,7 +87,7 @@ static const char usage_text[] =
 "                       does on any file system: fsync of the temp file\n"
 "                       before close, and after the rename fsync of the\n"
 "                       block under its final name and of its directory\n"
-"  --quiet              no header line, no per-error messages\n"
+"  --quiet              no header line (errors are still described)\n"
 "  --help               this text\n"
 "\n"
 "Output, one line per phase:\n"
@@ -188,8 +188,6 @@ static void fail(struct run *r, const char *path, const char *fmt, ...)
 	va_list ap;
 
 	atomic_fetch_add(&r->errors, 1);
-	if (O.quiet)
-		return;
 	n = atomic_fetch_add(&g_shown, 1);
 	if (n > MAX_SHOWN_ERRORS)
 		return;
