@@ -199,6 +199,27 @@ static int parse_rdev(const char *v, size_t vlen, struct kvt_record *r)
 	return 0;
 }
 
+/* Decimal digits only, no overflow.  By hand: g_ascii_strtoull's errno
+ * cannot be trusted, its first call in a process takes a lock
+ * (g_once_init_enter) whose futex can leave errno set by a thread
+ * racing it, and a good record would read as torn. */
+static int parse_size(const char *v, size_t vlen, uint64_t *out)
+{
+	uint64_t n = 0;
+
+	if (vlen == 0 || vlen > 20)
+		return -1;
+	for (size_t i = 0; i < vlen; i++) {
+		unsigned d = (unsigned char)v[i] - '0';
+
+		if (d > 9 || n > (UINT64_MAX - d) / 10)
+			return -1;
+		n = n * 10 + d;
+	}
+	*out = n;
+	return 0;
+}
+
 static int parse_line(const char *line, size_t len, struct kvt_record *r,
 		      unsigned *seen)
 {
@@ -216,15 +237,7 @@ static int parse_line(const char *line, size_t len, struct kvt_record *r,
 			return -1;
 		*seen |= SEEN_HASH;
 	} else if (klen == 4 && !memcmp(line, "size", 4)) {
-		char buf[24], *end;
-
-		if (vlen == 0 || vlen >= sizeof(buf) || !g_ascii_isdigit(v[0]))
-			return -1;
-		memcpy(buf, v, vlen);
-		buf[vlen] = '\0';
-		errno = 0;
-		r->size = g_ascii_strtoull(buf, &end, 10);
-		if (errno || *end)
+		if (parse_size(v, vlen, &r->size))
 			return -1;
 		*seen |= SEEN_SIZE;
 	} else if (klen == 3 && !memcmp(line, "ref", 3)) {
