@@ -17,18 +17,13 @@
  *
  * One latency per block (CLOCK_MONOTONIC around the calls above only, not
  * around content generation or checking) and one line per phase on stdout.
- *
- * Block contents.  A counter-based mix of every word would cost the client
- * about 0.1 s of CPU per GiB, taken on a small machine from the daemon under
- * test, so a block is one fixed pattern (generated once) with the first 8
- * bytes of every 4 KiB page replaced by a mix of (key, page).  Each block is
- * still unique (no dedup can shortcut a store), the expected bytes follow
- * from the key alone, and the check compares every byte: a stamp or a
- * pattern byte out of place, a page or a block in the wrong place, all fail.
+ * Block names and contents: benchio.c.  --life: life.c.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "benchio.h"
+#include "life.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -43,15 +38,12 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <signal.h>
 #include <unistd.h>
 
-#define PAGE 4096
-#define GOLDEN 0x9e3779b97f4a7c15ULL
-#define PATTERN_SEED 0x6b76746965726673ULL
 #define MISS_BIT (1ULL << 63)          /* lookup-miss keys: never stored */
 #define MAX_BLOCK_SIZE (1ULL << 30)
 #define MAX_THREADS 1024
-#define MAX_SHOWN_ERRORS 10
 
 static const char usage_text[] =
 "usage: kvtierfs-bench --dir DIR [OPTIONS]\n"
@@ -88,11 +80,33 @@ static const char usage_text[] =
 "                       before close, and after the rename fsync of the\n"
 "                       block under its final name and of its directory\n"
 "  --quiet              no header line (errors are still described)\n"
+"  --life               a server's life instead of the phases: prompt\n"
+"                       families, lookups until the first miss, loads of\n"
+"                       the hits (every byte checked), stores of the rest\n"
+"                       (see kvtierfs-bench(1)); --blocks is then the number\n"
+"                       of stores to plan in all (default: no limit)\n"
+"  --duration SEC       --life: stop after SEC seconds (default 60 unless\n"
+"                       --blocks is given)\n"
+"  --families N         --life: prompt families (default 64)\n"
+"  --zipf S             --life: their popularity ~ 1/rank^S (default 1.0)\n"
+"  --seed N             --life: the stream's seed (default 1)\n"
+"  --interval SEC       --life: seconds between progress lines (default 5)\n"
+"  --pid PID            --life: sample this process's RSS and open fds\n"
+"  --json               --life: one JSON document (summary, series) instead\n"
+"                       of lines\n"
 "  --help               this text\n"
 "\n"
 "Output, one line per phase:\n"
 "  <phase>: ops=N bytes=N secs=S GB/s=R ops/s=R p50_us=L p99_us=L max_us=L\n"
 "           errors=N [skipped=N]\n"
+"--life prints a progress line every --interval seconds and a summary:\n"
+"  progress: t=S requests=N req/s=R store_GB/s=R load_GB/s=R\n"
+"           lookup_p50_us=L lookup_p99_us=L stored=N loaded=N errors=N\n"
+"           wrong=N rss_MiB=R fds=N\n"
+"  life: secs=S requests=N req/s=R lookups=N hits=N stored=N skipped=N\n"
+"           loaded=N store_GB/s=R load_GB/s=R lookup_p50_us=L\n"
+"           lookup_p99_us=L lookup_max_us=L errors=N wrong=N max_rss_MiB=R\n"
+"           max_fds=N\n"
 "Exit: 0 no errors, 1 an operation failed or a check failed, 2 bad usage.\n";
 
 enum phase { PH_STORE, PH_LOOKUP, PH_LOOKUP_MISS, PH_LOAD, PH_COUNT };
@@ -112,6 +126,8 @@ static struct {
 	unsigned threads, lookup_threads, repeat_load, lookup_after;
 	int odirect, check, drop_caches, quiet, fsync;
 	int run[PH_COUNT];
+	int life, blocks_given, life_only;     /* life_only: an option of --life seen */
+	struct life_opts lo;
 } O = {
 	.model = "kvbench",
 	.block_size = 2u << 20,
@@ -120,18 +136,16 @@ static struct {
 	.lookup_threads = 1,
 	.repeat_load = 1,
 	.odirect = 1,
+	.lo = { .families = 64, .zipf = 1.0, .seed = 1, .interval = 5 },
 };
 
-static char g_top[PATH_MAX - 128];     /* DIR/<model>_<12 hex>_r0 */
-static unsigned char *g_pattern;       /* the unstamped block */
-static atomic_uint g_shown;            /* error messages printed */
 
 /* One run of one phase. */
 struct run {
 	enum phase phase;
 	const char *label;
 	atomic_uint_fast64_t next;      /* next block index to take */
-	atomic_uint_fast64_t bytes, errors, skipped;
+	struct bio_tally tally;
 	uint64_t *lat_ns;               /* one per block */
 	pthread_barrier_t start;
 };
@@ -162,58 +176,8 @@ static void usage_error(const char *fmt, ...)
 	exit(2);
 }
 
-static void fatal(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2), noreturn));
-
-static void fatal(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("kvtierfs-bench: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-/* Counts an error of run r; the first few are described on stderr. */
-static void fail(struct run *r, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void fail(struct run *r, const char *path, const char *fmt, ...)
-{
-	char msg[256];
-	unsigned n;
-	va_list ap;
-
-	atomic_fetch_add(&r->errors, 1);
-	n = atomic_fetch_add(&g_shown, 1);
-	if (n > MAX_SHOWN_ERRORS)
-		return;
-	if (n == MAX_SHOWN_ERRORS) {
-		fputs("kvtierfs-bench: further errors not shown\n", stderr);
-		return;
-	}
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	/* one fprintf per line: lines of threads do not interleave */
-	fprintf(stderr, "kvtierfs-bench: %s: %s: %s\n", r->label, path, msg);
-}
-
-static uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static uint64_t ns_since(const struct timespec *t0, const struct timespec *t1)
-{
-	return (uint64_t)(t1->tv_sec - t0->tv_sec) * 1000000000ULL +
-	       (uint64_t)t1->tv_nsec - (uint64_t)t0->tv_nsec;
-}
+/* ------------------------------------------------------------------ */
+/* phases                                                             */
 
 static int ts_before(const struct timespec *a, const struct timespec *b)
 {
@@ -221,255 +185,16 @@ static int ts_before(const struct timespec *a, const struct timespec *b)
 	       (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-static void *alloc_aligned(size_t len)
-{
-	void *p;
-
-	if (posix_memalign(&p, PAGE, (len + PAGE - 1) / PAGE * PAGE))
-		fatal("out of memory (%zu bytes)", len);
-	/* touched now, so that page faults are not timed */
-	memset(p, 0, len);
-	return p;
-}
-
-/* ------------------------------------------------------------------ */
-/* names and contents                                                 */
-
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
-}
-
-/* <top>/<h[0:3]>/<h[3:5]>_g0/<h>.bin, h: 64 hex standing for the sha256
- * of a token prefix. */
-static void block_path(char *out, size_t n, uint64_t key)
-{
-	char h[65];
-
-	for (int i = 0; i < 4; i++)
-		snprintf(h + 16 * i, 17, "%016" PRIx64,
-			 mix64(key * 0xd1342543de82ef95ULL +
-			       (uint64_t)(i + 1) * GOLDEN));
-	snprintf(out, n, "%s/%.3s/%.2s_g0/%s.bin", g_top, h, h + 3, h);
-}
-
-static uint64_t stamp(uint64_t key, uint64_t page)
-{
-	return mix64(mix64(key ^ PATTERN_SEED) + page * GOLDEN);
-}
-
-static void make_pattern(void)
-{
-	size_t nw = O.block_size / 8;
-	uint64_t w;
-
-	g_pattern = alloc_aligned(O.block_size);
-	for (w = 0; w < nw; w++) {
-		uint64_t v = mix64(PATTERN_SEED + (w + 1) * GOLDEN);
-
-		memcpy(g_pattern + 8 * w, &v, 8);
-	}
-	memset(g_pattern + 8 * nw, 0xa5, O.block_size % 8);
-}
-
-/* Turns buf, which holds the pattern stamped for any key, into the block
- * of key: only the stamps change. */
-static void fill_block(unsigned char *buf, uint64_t key)
-{
-	for (size_t off = 0; off < O.block_size; off += PAGE) {
-		uint64_t v = stamp(key, off / PAGE);
-		size_t n = O.block_size - off < 8 ? O.block_size - off : 8;
-
-		memcpy(buf + off, &v, n);
-	}
-}
-
-/* Index of the first byte where a and b differ, or len. */
-static size_t first_diff(const unsigned char *a, const unsigned char *b,
-			 size_t len)
-{
-	size_t i = 0;
-
-	if (!memcmp(a, b, len))
-		return len;
-	while (a[i] == b[i])
-		i++;
-	return i;
-}
-
-/* Offset of the first byte of buf that differs from the block of key, or
- * -1. */
-static long long check_block(const unsigned char *buf, uint64_t key)
-{
-	for (size_t off = 0; off < O.block_size; off += PAGE) {
-		uint64_t v = stamp(key, off / PAGE);
-		size_t end = O.block_size - off < PAGE ? O.block_size : off + PAGE;
-		size_t n = end - off < 8 ? end - off : 8;
-		size_t i = first_diff(buf + off, (const unsigned char *)&v, n);
-
-		if (i == n)
-			i += first_diff(buf + off + n, g_pattern + off + n,
-					end - off - n);
-		if (off + i < end)
-			return (long long)(off + i);
-	}
-	return -1;
-}
-
-/* ------------------------------------------------------------------ */
-/* the client's calls                                                 */
-
-/* mkdir -p of the parent of path: the usual case (parent exists) costs
- * one mkdir. */
-static int mkdir_parent(const char *path)
-{
-	char dir[PATH_MAX];
-	char *slash;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return 0;
-	*slash = '\0';
-	if (mkdir(dir, 0755) == 0 || errno == EEXIST)
-		return 0;
-	if (errno != ENOENT || mkdir_parent(dir) < 0)
-		return -1;
-	return mkdir(dir, 0755) == 0 || errno == EEXIST ? 0 : -1;
-}
-
-static int dflag(void)
-{
-	return O.odirect ? O_DIRECT : 0;
-}
-
-/* fsync of @path (@parent: of its directory), opened read-only. */
-static int sync_path(struct run *r, const char *path, int parent)
-{
-	char dir[PATH_MAX];
-	const char *p = path;
-	int fd, ret = 0;
-
-	if (parent) {
-		snprintf(dir, sizeof(dir), "%s", path);
-		*strrchr(dir, '/') = '\0';
-		p = dir;
-	}
-	fd = open(p, O_RDONLY | (parent ? O_DIRECTORY : 0));
-	if (fd < 0 || fsync(fd) < 0) {
-		fail(r, p, "%s: %s", fd < 0 ? "open to fsync" : "fsync", strerror(errno));
-		ret = -1;
-	}
-	if (fd >= 0)
-		close(fd);
-	return ret;
-}
-
-static void op_store(struct worker *w, const char *path, const char *tmp)
-{
-	struct run *r = w->run;
-	ssize_t n;
-	int fd;
-
-	if (access(path, F_OK) == 0) {
-		atomic_fetch_add(&r->skipped, 1);
-		return;
-	}
-	if (errno != ENOENT) {
-		fail(r, path, "access: %s", strerror(errno));
-		return;
-	}
-	if (mkdir_parent(path) < 0) {
-		fail(r, path, "mkdir -p of the parent: %s", strerror(errno));
-		return;
-	}
-	fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_TRUNC | dflag(), 0644);
-	if (fd < 0) {
-		fail(r, tmp, "open: %s", strerror(errno));
-		return;
-	}
-	n = write(fd, w->buf, O.block_size);
-	if (n != (ssize_t)O.block_size) {
-		if (n < 0)
-			fail(r, tmp, "write: %s", strerror(errno));
-		else
-			fail(r, tmp, "short write: %zd of %zu bytes", n,
-			     O.block_size);
-		close(fd);
-		unlink(tmp);
-		return;
-	}
-	if (O.fsync && fsync(fd) < 0) {
-		fail(r, tmp, "fsync: %s", strerror(errno));
-		close(fd);
-		unlink(tmp);
-		return;
-	}
-	if (close(fd) < 0) {
-		fail(r, tmp, "close: %s", strerror(errno));
-		unlink(tmp);
-		return;
-	}
-	if (rename(tmp, path) < 0) {
-		fail(r, tmp, "rename: %s", strerror(errno));
-		unlink(tmp);
-		return;
-	}
-	if (O.fsync && (sync_path(r, path, 0) < 0 || sync_path(r, path, 1) < 0))
-		return;
-	atomic_fetch_add(&r->bytes, O.block_size);
-}
-
 static void op_lookup(struct worker *w, const char *path, int want_hit)
 {
 	if (access(path, F_OK) == 0) {
 		if (!want_hit)
-			fail(w->run, path, "access: exists, but was never stored");
+			bio_fail(&w->run->tally, path,
+				 "access: exists, but was never stored");
 	} else if (want_hit || errno != ENOENT) {
-		fail(w->run, path, "access: %s", strerror(errno));
+		bio_fail(&w->run->tally, path, "access: %s", strerror(errno));
 	}
 }
-
-/* Returns 1 if the block was read whole (and is to be checked). */
-static int op_load(struct worker *w, const char *path)
-{
-	struct run *r = w->run;
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | dflag());
-	if (fd < 0) {
-		fail(r, path, "open: %s", strerror(errno));
-		return 0;
-	}
-	n = read(fd, w->buf, O.block_size);
-	if (n < 0) {
-		fail(r, path, "read: %s", strerror(errno));
-		close(fd);
-		return 0;
-	}
-	if (n < (ssize_t)O.block_size) {
-		/* vLLM takes a short block for torn and removes it */
-		close(fd);
-		unlink(path);
-		fail(r, path, "short read: %zd of %zu bytes (unlinked)", n,
-		     O.block_size);
-		return 0;
-	}
-	if (close(fd) < 0) {
-		fail(r, path, "close: %s", strerror(errno));
-		return 0;
-	}
-	atomic_fetch_add(&r->bytes, O.block_size);
-	return 1;
-}
-
-/* ------------------------------------------------------------------ */
-/* phases                                                             */
 
 static void *worker_main(void *arg)
 {
@@ -487,35 +212,35 @@ static void *worker_main(void *arg)
 
 		/* names and contents are made before the clock starts: they
 		 * are the client's business, not the file system's */
-		block_path(path, sizeof(path),
+		bio_block_path(path, sizeof(path),
 			   r->phase == PH_LOOKUP_MISS ? key | MISS_BIT : key);
 		if (r->phase == PH_STORE) {
 			snprintf(tmp, sizeof(tmp), "%s_%" PRIu64 ".tmp", path,
 				 w->tmp_suffix);
-			fill_block(w->buf, key);
+			bio_fill_block(w->buf, key);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		switch (r->phase) {
 		case PH_STORE:
-			op_store(w, path, tmp);
+			bio_store(&r->tally, w->buf, path, tmp);
 			break;
 		case PH_LOOKUP:
 		case PH_LOOKUP_MISS:
 			op_lookup(w, path, r->phase == PH_LOOKUP);
 			break;
 		case PH_LOAD:
-			loaded = op_load(w, path);
+			loaded = bio_load(&r->tally, w->buf, path);
 			break;
 		case PH_COUNT:
 			break;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		r->lat_ns[i] = ns_since(&t0, &t1);
+		r->lat_ns[i] = bio_ns_since(&t0, &t1);
 		if (loaded && O.check) {
-			long long bad = check_block(w->buf, key);
+			long long bad = bio_check_block(w->buf, key);
 
 			if (bad >= 0)
-				fail(r, path, "content differs from block key %"
+				bio_fail(&r->tally, path, "content differs from block key %"
 				     PRIu64 " at offset %lld", key, bad);
 		}
 	}
@@ -545,33 +270,9 @@ static void drop_caches(void)
 	sync();
 	fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
 	if (fd < 0 || write(fd, "3\n", 2) != 2)
-		fatal("--drop-caches: writing /proc/sys/vm/drop_caches: %s",
+		bio_fatal("--drop-caches: writing /proc/sys/vm/drop_caches: %s",
 		      strerror(errno));
 	close(fd);
-}
-
-/* vLLM writes one O_DIRECT page before it trusts O_DIRECT on a tier. */
-static void odirect_probe(void)
-{
-	char path[PATH_MAX];
-	unsigned char *page = alloc_aligned(PAGE);
-	ssize_t n = -1;
-	int fd, e;
-
-	snprintf(path, sizeof(path), "%s/.o_direct_probe_%d.tmp", O.dir,
-		 (int)getpid());
-	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_DIRECT, 0644);
-	e = errno;
-	if (fd >= 0) {
-		n = write(fd, page, PAGE);
-		e = errno;
-		close(fd);
-		unlink(path);
-	}
-	if (n != PAGE)
-		fatal("O_DIRECT does not work in %s (%s): use --buffered",
-		      O.dir, n < 0 ? strerror(e) : "short write");
-	free(page);
 }
 
 /* Runs one phase and prints its line; returns its error count. */
@@ -580,7 +281,7 @@ static uint64_t run_phase(enum phase ph, const char *label)
 	unsigned nthreads = ph == PH_LOOKUP || ph == PH_LOOKUP_MISS ?
 			    O.lookup_threads : O.threads;
 	struct worker *w = calloc(nthreads, sizeof(*w));
-	struct run r = { .phase = ph, .label = label };
+	struct run r = { .phase = ph, .label = label, .tally.label = label };
 	struct timespec t0 = { 0 }, t1 = { 0 };
 	uint64_t errors, ops = O.blocks;
 	double secs;
@@ -589,25 +290,21 @@ static uint64_t run_phase(enum phase ph, const char *label)
 
 	r.lat_ns = calloc(O.blocks, sizeof(*r.lat_ns));
 	if (!w || !r.lat_ns)
-		fatal("out of memory");
+		bio_fatal("out of memory");
 	pthread_barrier_init(&r.start, NULL, nthreads + 1);
 	if (ph == PH_STORE && O.odirect)
-		odirect_probe();
+		bio_odirect_probe();
 	for (t = 0; t < nthreads; t++) {
 		w[t].run = &r;
 		if (ph == PH_STORE) {
-			w[t].buf = alloc_aligned(O.block_size);
-			memcpy(w[t].buf, g_pattern, O.block_size);
-			if (getrandom(&w[t].tmp_suffix, sizeof(w[t].tmp_suffix),
-				      0) != sizeof(w[t].tmp_suffix))
-				fatal("getrandom: %s", strerror(errno));
-			w[t].tmp_suffix >>= 1;         /* u63 */
+			w[t].buf = bio_block_buffer();
+			w[t].tmp_suffix = bio_tmp_suffix();
 		} else if (ph == PH_LOAD) {
-			w[t].buf = alloc_aligned(O.block_size);
+			w[t].buf = bio_alloc_aligned(O.block_size);
 		}
 		e = pthread_create(&w[t].tid, NULL, worker_main, &w[t]);
 		if (e)
-			fatal("pthread_create: %s", strerror(e));
+			bio_fatal("pthread_create: %s", strerror(e));
 	}
 	pthread_barrier_wait(&r.start);
 	/* the phase lasts from the first worker's start to the last one's
@@ -620,19 +317,19 @@ static uint64_t run_phase(enum phase ph, const char *label)
 		if (!t || ts_before(&t1, &w[t].t_end))
 			t1 = w[t].t_end;
 	}
-	secs = (double)ns_since(&t0, &t1) / 1e9;
+	secs = (double)bio_ns_since(&t0, &t1) / 1e9;
 	qsort(r.lat_ns, ops, sizeof(*r.lat_ns), cmp_u64);
-	errors = atomic_load(&r.errors);
+	errors = atomic_load(&r.tally.errors);
 
 	printf("%s: ops=%" PRIu64 " bytes=%" PRIu64 " secs=%.3f GB/s=%.3f "
 	       "ops/s=%.1f p50_us=%.1f p99_us=%.1f max_us=%.1f errors=%" PRIu64,
-	       label, ops, (uint64_t)atomic_load(&r.bytes), secs,
-	       secs > 0 ? (double)atomic_load(&r.bytes) / secs / 1e9 : 0,
+	       label, ops, (uint64_t)atomic_load(&r.tally.bytes), secs,
+	       secs > 0 ? (double)atomic_load(&r.tally.bytes) / secs / 1e9 : 0,
 	       secs > 0 ? (double)ops / secs : 0,
 	       pct_us(r.lat_ns, ops, 50), pct_us(r.lat_ns, ops, 99),
 	       pct_us(r.lat_ns, ops, 100), errors);
 	if (ph == PH_STORE)
-		printf(" skipped=%" PRIu64, (uint64_t)atomic_load(&r.skipped));
+		printf(" skipped=%" PRIu64, (uint64_t)atomic_load(&r.tally.skipped));
 	putchar('\n');
 	fflush(stdout);
 
@@ -656,6 +353,19 @@ static uint64_t parse_u64(const char *opt, const char *s, uint64_t lo,
 	if (!*s || *s == '-' || *end || errno || v < lo || v > hi)
 		usage_error("%s: '%s' is not a number from %" PRIu64 " to %"
 			    PRIu64, opt, s, lo, hi);
+	return v;
+}
+
+/* A decimal number from lo to hi. */
+static double parse_double(const char *opt, const char *s, double lo, double hi)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (!*s || *end || errno || !(v >= lo && v <= hi))
+		usage_error("%s: '%s' is not a number from %g to %g", opt, s, lo, hi);
 	return v;
 }
 
@@ -737,7 +447,8 @@ static void parse_args(int argc, char **argv)
 		} else if (ARG("--block-size")) {
 			O.block_size = parse_size(a, val);
 		} else if (ARG("--blocks")) {
-			O.blocks = parse_u64(a, val, 1, 1ULL << 32);
+			O.blocks = parse_u64(a, val, 1, 1ULL << 40);
+			O.blocks_given = 1;
 		} else if (ARG("--threads")) {
 			O.threads = (unsigned)parse_u64(a, val, 1, MAX_THREADS);
 		} else if (ARG("--lookup-threads")) {
@@ -765,6 +476,29 @@ static void parse_args(int argc, char **argv)
 			O.quiet = 1;
 		} else if (FLAG("--fsync")) {
 			O.fsync = 1;
+		} else if (FLAG("--life")) {
+			O.life = 1;
+		} else if (ARG("--duration")) {
+			O.lo.duration = parse_double(a, val, 0.1, 1e7);
+			O.life_only = 1;
+		} else if (ARG("--families")) {
+			O.lo.families = (unsigned)parse_u64(a, val, 1, 1000000);
+			O.life_only = 1;
+		} else if (ARG("--zipf")) {
+			O.lo.zipf = parse_double(a, val, 0, 10);
+			O.life_only = 1;
+		} else if (ARG("--seed")) {
+			O.lo.seed = parse_u64(a, val, 0, UINT64_MAX);
+			O.life_only = 1;
+		} else if (ARG("--interval")) {
+			O.lo.interval = parse_double(a, val, 0.1, 86400);
+			O.life_only = 1;
+		} else if (ARG("--pid")) {
+			O.lo.pid = (int)parse_u64(a, val, 1, INT32_MAX);
+			O.life_only = 1;
+		} else if (FLAG("--json")) {
+			O.lo.json = 1;
+			O.life_only = 1;
 		} else {
 			usage_error("unknown argument '%s'", argv[i]);
 		}
@@ -773,22 +507,33 @@ static void parse_args(int argc, char **argv)
 	}
 	if (!O.dir)
 		usage_error("--dir DIR is required");
+	if (O.life_only && !O.life)
+		usage_error("--duration, --families, --zipf, --seed, --interval, "
+			    "--pid and --json belong to --life");
+	if (O.life) {
+		O.lo.blocks = O.blocks_given ? O.blocks : 0;
+		if (!O.blocks_given && !O.lo.duration)
+			O.lo.duration = 60;
+		O.lo.threads = O.threads;
+	}
+	if (!O.life && O.blocks > 1ULL << 32)
+		usage_error("--blocks: at most %llu without --life", 1ULL << 32);
+	if (O.lo.pid && kill(O.lo.pid, 0) < 0 && errno == ESRCH)
+		usage_error("--pid %d: no such process", O.lo.pid);
 	if (stat(O.dir, &st) < 0)
 		usage_error("--dir %s: %s", O.dir, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
 		usage_error("--dir %s: not a directory", O.dir);
-	if (O.odirect && O.block_size % PAGE)
+	if (O.odirect && O.block_size % BIO_PAGE)
 		usage_error("--block-size %zu: O_DIRECT needs a multiple of %d "
-			    "(or use --buffered)", O.block_size, PAGE);
+			    "(or use --buffered)", O.block_size, BIO_PAGE);
 	if (!*O.model || strchr(O.model, '/'))
 		usage_error("--model: a name without '/' is needed");
 	if (O.drop_caches && access("/proc/sys/vm/drop_caches", W_OK) < 0)
 		usage_error("--drop-caches: cannot write "
 			    "/proc/sys/vm/drop_caches: %s (needs root)",
 			    strerror(errno));
-	if (snprintf(g_top, sizeof(g_top), "%s/%s_%012" PRIx64 "_r0", O.dir,
-		     O.model, fnv1a(O.model) & (uint64_t)0xffffffffffff) >=
-	    (int)sizeof(g_top))
+	if (bio_setup(O.dir, O.model, O.block_size, O.odirect, O.fsync) < 0)
 		usage_error("--dir and --model: path too long");
 }
 
@@ -797,6 +542,18 @@ int main(int argc, char **argv)
 	uint64_t errors = 0;
 
 	parse_args(argc, argv);
+	if (O.life) {
+		if (!O.quiet && !O.lo.json)
+			printf("# kvtierfs-bench --life dir=%s block-size=%zu "
+			       "blocks=%" PRIu64 " duration=%g threads=%u io=%s "
+			       "families=%u zipf=%g seed=%" PRIu64 "\n", O.dir,
+			       O.block_size, O.lo.blocks, O.lo.duration, O.threads,
+			       O.odirect ? "direct" : "buffered", O.lo.families,
+			       O.lo.zipf, O.lo.seed);
+		errors = life_run(&O.lo);
+		bio_cleanup();
+		return errors ? 1 : 0;
+	}
 	if (!O.quiet)
 		printf("# kvtierfs-bench dir=%s block-size=%zu blocks=%" PRIu64
 		       " threads=%u lookup-threads=%u io=%s check=%s "
@@ -804,7 +561,6 @@ int main(int argc, char **argv)
 		       O.threads, O.lookup_threads,
 		       O.odirect ? "direct" : "buffered",
 		       O.check ? "yes" : "no", O.key_base);
-	make_pattern();
 	if (O.run[PH_STORE])
 		errors += run_phase(PH_STORE, "store");
 	if (O.run[PH_LOOKUP] && O.lookup_after)
@@ -824,6 +580,6 @@ int main(int argc, char **argv)
 			snprintf(label, sizeof(label), "load-%u", n);
 		errors += run_phase(PH_LOAD, label);
 	}
-	free(g_pattern);
+	bio_cleanup();
 	return errors ? 1 : 0;
 }

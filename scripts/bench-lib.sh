@@ -1,0 +1,149 @@
+# scripts/bench-lib.sh: what scripts/bench and scripts/bench-life share:
+# the work directory, mounting kvtierfs and always unmounting it, medians.
+# Sourced; uses $KVTIERFS, $mount_opts and $failures of the caller.
+
+die() {
+	echo "bench: $*" >&2
+	exit 1
+}
+
+bad_usage() {
+	echo "bench: $* (see $0 --help)" >&2
+	exit 2
+}
+
+# bytes SIZE: SIZE (N, NK, NM) in bytes.
+bytes() {
+	local n=${1%[KkMm]}
+	case $1 in
+	*[Kk]) echo $((n << 10)) ;;
+	*[Mm]) echo $((n << 20)) ;;
+	*) echo "$n" ;;
+	esac
+}
+
+# human SIZE_BYTES: 2 MiB, 896 KiB, 1000 B.
+human() {
+	local b=$1
+	if [ $((b % (1 << 20))) = 0 ]; then
+		echo "$((b >> 20)) MiB"
+	elif [ $((b % 1024)) = 0 ]; then
+		echo "$((b >> 10)) KiB"
+	else
+		echo "$b B"
+	fi
+}
+
+# bench_workdir BASE: a new work directory under BASE ($W, with $MNT, $LOG,
+# $RES), removed at exit with whatever is mounted on $MNT.
+bench_workdir() {
+	W=$(mktemp -d "$1/kvtierfs-bench.XXXXXX") || die "cannot create a directory in $1"
+	W=$(readlink -f "$W")
+	MNT=$W/mnt
+	LOG=$W/kvtierfs.log
+	RES=$W/results
+	DPID=
+	trap cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+
+	mkdir "$MNT" "$RES" || die "cannot create directories in $W"
+	: >"$LOG"
+}
+
+# mounted PATH: PATH is a mount point (also a dead FUSE mount).
+mounted() {
+	awk -v p="$1" '$5 == p { f = 1 } END { exit !f }' /proc/self/mountinfo
+}
+
+# wait_pid PID SECS: wait for our child PID; kill -9 it after SECS.  Its
+# exit status, 255 if it had to be killed.  No polling: wait -n on the
+# child and a sleep.
+wait_pid() {
+	local pid=$1 sp fin='' st
+	sleep "$2" >/dev/null 2>&1 &
+	sp=$!
+	wait -n -p fin "$pid" "$sp"
+	st=$?
+	if [ "$fin" = "$sp" ]; then
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		return 255
+	fi
+	# KILL: the sleep may ignore TERM (started from cleanup)
+	kill -KILL "$sp" 2>/dev/null
+	wait "$sp" 2>/dev/null
+	return "$st"
+}
+
+cleanup() {
+	local st=$?
+	trap - EXIT
+	trap '' INT TERM
+	if mounted "$MNT"; then
+		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT"
+	elif [ -n "$DPID" ]; then
+		# not mounted (yet): no unmount will end it
+		kill -TERM "$DPID" 2>/dev/null
+	fi
+	if [ -n "$DPID" ]; then
+		wait_pid "$DPID" 10
+	fi
+	if mounted "$MNT"; then
+		echo "bench: $MNT is still mounted; $W is left in place" >&2
+	else
+		rm -rf --one-file-system "$W"
+	fi
+	exit "$st"
+}
+# mount_kvtierfs LOWER: mount LOWER on $MNT, wait for "ready <pid>" on a
+# pipe.
+mount_kvtierfs() {
+	local fifo=$W/ready line='' rc
+	mkfifo "$fifo" || die "mkfifo $fifo failed"
+	echo "=== $(date '+%F %T') mount $1" >>"$LOG"
+	"$KVTIERFS" -f -o "ready_fd=3${mount_opts:+,$mount_opts}" "$1" "$MNT" \
+		3>"$fifo" </dev/null >>"$LOG" 2>&1 &
+	DPID=$!
+	IFS= read -r -t 30 line <"$fifo"
+	rc=$?
+	rm -f "$fifo"
+	if [ "$line" != "ready $DPID" ]; then
+		[ "$rc" -gt 128 ] && line="no ready line within 30 s"
+		echo "bench: kvtierfs did not mount ($KVTIERFS -f -o ready_fd=3${mount_opts:+,$mount_opts} $1 $MNT): ${line:-it exited}; its log:" >&2
+		tail -n 20 "$LOG" | sed 's/^/  /' >&2
+		exit 1
+	fi
+	echo "# kvtierfs $DPID mounted $1 on $MNT" >&2
+}
+
+# umount_kvtierfs: unmount $MNT, wait for the daemon; complain if it did
+# not exit 0.
+umount_kvtierfs() {
+	local st
+	if ! fusermount3 -u "$MNT"; then
+		echo "bench: fusermount3 -u $MNT failed; lazy unmount" >&2
+		fusermount3 -u -z "$MNT"
+	fi
+	wait_pid "$DPID" 60
+	st=$?
+	DPID=
+	if [ "$st" != 0 ]; then
+		echo "bench: kvtierfs exited with status $st after the unmount; log: " >&2
+		tail -n 20 "$LOG" | sed 's/^/  /' >&2
+		failures=$((failures + 1))
+	fi
+}
+
+drop_caches() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+}
+
+# median FILE: the median of the numbers in FILE ("" if none).
+median() {
+	[ -s "$1" ] || return 0
+	sort -g "$1" | awk '{ v[NR] = $1 }
+		END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+

@@ -1,0 +1,136 @@
+#!/bin/bash
+# kvtierfs-bench --life and scripts/bench --life, short: the summary and
+# progress lines, --json, the same stream for the same seed, a damaged
+# block found by the byte check, the daemon's RSS and fds sampled and
+# bounded, and a minute of scripts/bench --life (plain and mount, table,
+# plot) with zero errors and zero wrong bytes.
+. "$(dirname "$0")/lib.sh"
+
+: "${KVTIERFS_BENCH:=$top_builddir/src/kvtierfs-bench}"
+export KVTIERFS_BENCH
+
+kvt_require_root
+[ -x "$KVTIERFS_BENCH" ] || bail "kvtierfs-bench is not built: $KVTIERFS_BENCH"
+plan 21
+kvt_setup
+
+# life OUT ARGS...: kvtierfs-bench --life (stdout to OUT, stderr to
+# OUT.err) under the hang guard; its status.
+life() {
+	local out=$1
+	shift
+	kvt_guard "$KVTIERFS_BENCH" --life "$@" >"$out" 2>"$out.err"
+}
+
+# field FILE KEY: the value of KEY= on FILE's "life:" line.
+field() {
+	grep '^life: ' "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }'
+}
+
+# --- plain directory ----------------------------------------------------------
+mkdir "$T/p1" "$T/p2" "$T/p3"
+SMALL=(--block-size 64K --threads 4 --interval 1)
+life "$T/p1.out" --dir "$T/p1" "${SMALL[@]}" --blocks 400 --seed 7
+st=$?
+sed 's/^/#   /' "$T/p1.out"
+ok "$st" "plain: --life --blocks 400 exits 0"
+[ "$st" = 0 ] || diag_file "$T/p1.out.err" 10
+req=$(field "$T/p1.out" requests)
+[ "${req:-0}" -gt 0 ] && [ "$(field "$T/p1.out" errors)" = 0 ] &&
+	[ "$(field "$T/p1.out" wrong)" = 0 ] && [ "$(field "$T/p1.out" stored)" -ge 300 ] &&
+	[ "$(field "$T/p1.out" hits)" -gt 0 ] &&
+	[ "$(field "$T/p1.out" hits)" = "$(field "$T/p1.out" loaded)" ]
+ok $? "plain: the summary counts requests, stores, hits loaded, 0 errors, 0 wrong"
+grep -q '^progress: t=[0-9.]* requests=[0-9]* req/s=[0-9.]* .* fds=-1$' "$T/p1.out" &&
+	[ "$(find "$T/p1" -name '*.bin' | wc -l)" = "$(field "$T/p1.out" stored)" ]
+ok $? "plain: progress lines; one file per stored block, in vLLM's layout"
+
+life "$T/p2.out" --dir "$T/p2" "${SMALL[@]}" --blocks 400 --seed 7
+[ "$(field "$T/p2.out" requests)" = "$req" ]
+ok $? "plain: the same seed gives the same stream ($req requests, then $(field "$T/p2.out" requests))"
+
+life "$T/p3.out" --dir "$T/p3" "${SMALL[@]}" --duration 3 --json
+st=$?
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["summary"]
+assert s["errors"] == 0 and s["wrong"] == 0 and s["requests"] > 0, s
+assert len(d["series"]) >= 2 and d["series"][-1]["requests"] == s["requests"], d["series"]
+' "$T/p3.out" 2>"$T/json.err"
+ok $? "plain: --duration 3 --json gives one JSON document with a summary and a series (exit $st)"
+diag_file "$T/json.err" 5
+
+# every block damaged: the next run of the same stream loads them and
+# must say so
+find "$T/p1" -name '*.bin' -exec sh -c \
+	'for f; do printf "\377" | dd of="$f" bs=1 seek=5000 conv=notrunc status=none; done' sh {} +
+life "$T/p1b.out" --dir "$T/p1" "${SMALL[@]}" --blocks 100 --seed 7
+st=$?
+[ "$st" = 1 ] && [ "$(field "$T/p1b.out" wrong)" -gt 0 ] &&
+	grep -q 'content differs from block key .* at offset 5000$' "$T/p1b.out.err"
+ok $? "plain: damaged blocks are found by the byte check (exit $st, wrong=$(field "$T/p1b.out" wrong))"
+
+# --- a mount --------------------------------------------------------------------
+kvt_mount
+life "$T/m.out" --dir "$MNT" "${SMALL[@]}" --blocks 2000 --pid "$KVT_PID"
+st=$?
+sed 's/^/#   /' "$T/m.out"
+ok "$st" "mount: --life --blocks 2000 exits 0"
+[ "$st" = 0 ] || diag_file "$T/m.out.err" 10
+[ "$(field "$T/m.out" errors)" = 0 ] && [ "$(field "$T/m.out" wrong)" = 0 ] &&
+	[ "$(field "$T/m.out" stored)" -ge 1500 ] && [ "$(field "$T/m.out" hits)" -gt 0 ]
+ok $? "mount: 0 errors, 0 wrong bytes, $(field "$T/m.out" stored) stored, $(field "$T/m.out" hits) hits loaded"
+rss=$(field "$T/m.out" max_rss_MiB)
+fds=$(field "$T/m.out" max_fds)
+awk -v r="$rss" -v f="$fds" 'BEGIN { exit !(r > 1 && r < 64 && f > 3 && f <= 4096) }'
+ok $? "mount: the daemon's RSS and fds sampled and bounded (max RSS $rss MiB, max fds $fds)"
+grep -Eq '^progress: .* rss_MiB=[0-9]+\.[0-9] fds=[0-9]+$' "$T/m.out"
+ok $? "mount: progress lines carry the daemon's RSS and fds"
+kvt_umount
+
+# --- bad usage ------------------------------------------------------------------
+bench_usage() {
+	kvt_guard "$KVTIERFS_BENCH" "$@" >"$T/u.out" 2>&1
+}
+bench_usage --dir "$T/p1" --duration 3
+st=$?
+[ "$st" = 2 ] && grep -q 'belong to --life' "$T/u.out"
+ok $? "--duration without --life: exit 2, says so (exit $st)"
+bench_usage --life --dir "$T/p1" --pid 999999999
+st=$?
+[ "$st" = 2 ] && grep -q 'no such process' "$T/u.out"
+ok $? "--life --pid of no process: exit 2, says so (exit $st)"
+bench_usage --life --dir "$T/p1" --zipf x
+[ $? = 2 ]
+ok $? "--life --zipf x: exit 2"
+
+# --- scripts/bench --life: a minute, both sides -----------------------------------
+mkdir "$T/sb"
+kvt_guard "$top_srcdir/scripts/bench" --life --rounds 1 --duration 25 --interval 5 \
+	--block-size 256K --dir "$T/sb" --plot "$T/life.png" >"$T/sb.out" 2>"$T/sb.err"
+st=$?
+sed 's/^/#   /' "$T/sb.out"
+ok "$st" "scripts/bench --life --rounds 1 --duration 25 --block-size 256K --plot (exit $st)"
+[ "$st" = 0 ] || diag_file "$T/sb.err" 30
+miss=
+for r in requests store "load (every byte checked)" "lookup p50 (access)" "lookup p99 (access)"; do
+	re=${r//(/\\(}
+	re=${re//)/\\)}
+	grep -Eq "^\| $re \| [0-9.]+ [A-Za-z/]+ \| [0-9.]+ [A-Za-z/]+ \| [0-9]+\.[0-9]{2} \| [0-9.]+-[0-9.]+ \|$" "$T/sb.out" ||
+		miss="$miss '$r'"
+done
+[ -z "$miss" ]
+ok $? "scripts/bench --life: both medians, the ratio and its range for each figure${miss:+ (missing:$miss)}"
+grep -q '^| errors (all rounds) | 0 | 0 | | |$' "$T/sb.out" &&
+	grep -q '^| wrong bytes (blocks, all rounds) | 0 | 0 | | |$' "$T/sb.out"
+ok $? "scripts/bench --life: 0 errors and 0 wrong bytes on both sides"
+grep -Eq '^kvtierfs daemon, largest over the rounds: RSS [0-9.]+ MiB, open fds [0-9]+$' "$T/sb.out" &&
+	grep -q '^# kvtierfs 1: progress: ' "$T/sb.err" && grep -q '^# plain 1: progress: ' "$T/sb.err"
+ok $? "scripts/bench --life: the daemon's RSS and fds; progress lines of both sides on stderr"
+[ "$(head -c 4 "$T/life.png" | od -An -c | tr -d ' ')" = '211PNG' ] &&
+	grep -q "^plot: $T/life.png$" "$T/sb.out"
+ok $? "scripts/bench --life --plot: a PNG"
+left=$(awk -v p="$T/sb/" 'index($5, p) == 1' /proc/self/mountinfo | wc -l)
+[ "$left" = 0 ] && [ -z "$(ls -A "$T/sb")" ]
+ok $? "scripts/bench --life: unmounted and removed its work directory ($left mounts left)"
