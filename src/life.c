@@ -23,6 +23,7 @@
 #include <glib.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,14 +82,18 @@ static void tls_free(gpointer p)
 
 static GPrivate g_tls = G_PRIVATE_INIT(tls_free);
 
-static struct tls *tls_get(void)
+/* This thread's buffers; a loader needs one to read into, a storer one
+ * holding the pattern. */
+static struct tls *tls_get(bool storer)
 {
 	struct tls *t = g_private_get(&g_tls);
 
 	if (!t) {
 		t = g_new0(struct tls, 1);
-		t->load_buf = bio_alloc_aligned(BIO.block_size);
-		t->store_buf = bio_block_buffer();
+		if (storer)
+			t->store_buf = bio_block_buffer();
+		else
+			t->load_buf = bio_alloc_aligned(BIO.block_size);
 		t->tmp_suffix = bio_tmp_suffix();
 		g_private_set(&g_tls, t);
 	}
@@ -203,14 +208,14 @@ static void load_job(gpointer data, gpointer user)
 	(void)user;
 	g_free(data);
 	bio_block_path(path, sizeof(path), key);
-	bio_load_checked(&t_load, tls_get()->load_buf, path, key);
+	bio_load_checked(&t_load, tls_get(false)->load_buf, path, key);
 	job_done();
 }
 
 static void store_job(gpointer data, gpointer user)
 {
 	uint64_t key = *(uint64_t *)data;
-	struct tls *t = tls_get();
+	struct tls *t = tls_get(true);
 	char path[PATH_MAX], tmp[PATH_MAX + 32];
 
 	(void)user;
@@ -230,7 +235,7 @@ struct life {
 	double *zipf_cdf;
 	struct family *fam;
 	GThreadPool *loads, *stores;
-	uint64_t requests, planned_stores;
+	uint64_t requests, planned_stores, hits;
 	struct hist lookup, lookup_iv;  /* whole run, this interval */
 	gint64 t0, next_report;
 	struct sample last;
@@ -384,7 +389,7 @@ static void serve(struct life *s)
 			break;
 		}
 	}
-	atomic_fetch_add(&t_lookup.skipped, hits);      /* the hits */
+	s->hits += hits;
 	for (unsigned i = 0; i < hits; i++)
 		push(s, s->loads, chain[i]);
 	for (unsigned i = hits; i < n; i++)
@@ -423,7 +428,7 @@ static void summary(struct life *s, double secs)
 {
 	uint64_t stored = atomic_load(&t_store.bytes) / BIO.block_size;
 	uint64_t loaded = atomic_load(&t_load.bytes) / BIO.block_size;
-	uint64_t hits = atomic_load(&t_lookup.skipped);
+	uint64_t hits = s->hits;
 	uint64_t errors = atomic_load(&t_lookup.errors) +
 			  atomic_load(&t_load.errors) + atomic_load(&t_store.errors);
 	double store_gbs = (double)stored * (double)BIO.block_size / secs / 1e9;
