@@ -3,7 +3,10 @@
 # progress lines, --json, the same stream for the same seed, a damaged
 # block found by the byte check, the daemon's RSS and fds sampled and
 # bounded, and a minute of scripts/bench --life (plain and mount, table,
-# plot) with zero errors and zero wrong bytes.
+# plot) with zero errors and zero wrong bytes.  Under KVT_STRESS=1
+# (scripts/stress), one more point: a long life on a mount
+# (KVT_LIFE_SECS, default 3600 s, or KVT_LIFE_BLOCKS stores of 16 KiB,
+# default 300000, whichever comes first), 0 errors, RSS and fds bounded.
 . "$(dirname "$0")/lib.sh"
 
 : "${KVTIERFS_BENCH:=$top_builddir/src/kvtierfs-bench}"
@@ -11,7 +14,11 @@ export KVTIERFS_BENCH
 
 kvt_require_root
 [ -x "$KVTIERFS_BENCH" ] || bail "kvtierfs-bench is not built: $KVTIERFS_BENCH"
-plan 21
+if [ "${KVT_STRESS:-0}" = 1 ]; then
+	plan 22
+else
+	plan 21
+fi
 kvt_setup
 
 # life OUT ARGS...: kvtierfs-bench --life (stdout to OUT, stderr to
@@ -134,3 +141,20 @@ ok $? "scripts/bench --life --plot: a PNG"
 left=$(awk -v p="$T/sb/" 'index($5, p) == 1' /proc/self/mountinfo | wc -l)
 [ "$left" = 0 ] && [ -z "$(ls -A "$T/sb")" ]
 ok $? "scripts/bench --life: unmounted and removed its work directory ($left mounts left)"
+
+# --- the long life (scripts/stress) ----------------------------------------------
+if [ "${KVT_STRESS:-0}" = 1 ]; then
+	kvt_mount
+	life "$T/long.out" --dir "$MNT" --block-size 16K --threads 16 --interval 60 \
+		--duration "${KVT_LIFE_SECS:-3600}" --blocks "${KVT_LIFE_BLOCKS:-300000}" --pid "$KVT_PID"
+	st=$?
+	sed 's/^/#   /' "$T/long.out"
+	[ "$st" = 0 ] || diag_file "$T/long.out.err" 10
+	rss=$(field "$T/long.out" max_rss_MiB)
+	fds=$(field "$T/long.out" max_fds)
+	[ "$st" = 0 ] && [ "$(field "$T/long.out" errors)" = 0 ] &&
+		awk -v r="$rss" -v f="$fds" 'BEGIN { exit !(r < 64 + 16 && f <= 4096) }'
+	ok $? "long life: $(field "$T/long.out" secs) s, $(field "$T/long.out" stored) stored, $(field "$T/long.out" loaded) loaded, 0 errors; max RSS $rss MiB, max fds $fds"
+	echo "# stress: rounds=1 blocks=$(( $(field "$T/long.out" stored) + $(field "$T/long.out" loaded) )) wrong_bytes=$(field "$T/long.out" wrong) lost_acked=- leaked=- errors=$(field "$T/long.out" errors)"
+	kvt_umount
+fi
