@@ -9,9 +9,10 @@
  *
  * For each request one thread (vLLM's lookup thread) calls access() on the
  * blocks in order until the first miss; the hits go to a pool of loaders
- * (every byte checked), the rest to a pool of storers (tmp + rename).
- * Requests run ahead of their loads and stores by a bounded number of
- * blocks, as a server's scheduler does.
+ * (every byte checked), the rest to a pool of storers (tmp + rename),
+ * unless a store of that block is already on its way.  Requests run ahead
+ * of their loads and stores by a bounded number of blocks, as a server's
+ * scheduler does.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -70,6 +71,9 @@ static struct bio_tally t_store = { .label = "life store" };
 static atomic_uint_fast64_t g_inflight;
 static GMutex g_lock;
 static GCond g_drained;         /* a job finished */
+/* Keys queued or being stored (under g_lock): a server stores a block
+ * once, not again while its first store is on its way. */
+static GHashTable *g_pending;
 
 static void tls_free(gpointer p)
 {
@@ -192,9 +196,11 @@ static long proc_fds(int pid)
 /* ------------------------------------------------------------------ */
 /* the workers                                                        */
 
-static void job_done(void)
+static void job_done(const uint64_t *stored_key)
 {
 	g_mutex_lock(&g_lock);
+	if (stored_key)
+		g_hash_table_remove(g_pending, stored_key);
 	atomic_fetch_sub(&g_inflight, 1);
 	g_cond_signal(&g_drained);
 	g_mutex_unlock(&g_lock);
@@ -209,7 +215,7 @@ static void load_job(gpointer data, gpointer user)
 	g_free(data);
 	bio_block_path(path, sizeof(path), key);
 	bio_load_checked(&t_load, tls_get(false)->load_buf, path, key);
-	job_done();
+	job_done(NULL);
 }
 
 static void store_job(gpointer data, gpointer user)
@@ -219,12 +225,11 @@ static void store_job(gpointer data, gpointer user)
 	char path[PATH_MAX], tmp[PATH_MAX + 32];
 
 	(void)user;
-	g_free(data);
 	bio_block_path(path, sizeof(path), key);
 	snprintf(tmp, sizeof(tmp), "%s_%" PRIu64 ".tmp", path, t->tmp_suffix);
 	bio_fill_block(t->store_buf, key);
 	bio_store(&t_store, t->store_buf, path, tmp);
-	job_done();
+	job_done(data);         /* the pending set owns data */
 }
 
 /* ------------------------------------------------------------------ */
@@ -352,16 +357,29 @@ static void wait_room(struct life *s, uint64_t limit)
 	g_mutex_unlock(&g_lock);
 }
 
-static void push(struct life *s, GThreadPool *pool, uint64_t key)
+/* Queues a load, or a store unless one of that key is on its way;
+ * returns whether it queued. */
+static bool push(struct life *s, GThreadPool *pool, uint64_t key)
 {
 	uint64_t *job = g_new(uint64_t, 1);
 	GError *err = NULL;
 
 	*job = key;
 	wait_room(s, (uint64_t)L->threads * 2 * INFLIGHT_PER_THREAD);
+	g_mutex_lock(&g_lock);
+	if (pool == s->stores) {
+		if (g_hash_table_contains(g_pending, job)) {
+			g_mutex_unlock(&g_lock);
+			g_free(job);
+			return false;
+		}
+		g_hash_table_add(g_pending, job);
+	}
 	atomic_fetch_add(&g_inflight, 1);
+	g_mutex_unlock(&g_lock);
 	if (!g_thread_pool_push(pool, job, &err))
 		bio_fatal("thread pool: %s", err->message);
+	return true;
 }
 
 /* One request: lookups in order until the first miss, then loads of the
@@ -393,8 +411,7 @@ static void serve(struct life *s)
 	for (unsigned i = 0; i < hits; i++)
 		push(s, s->loads, chain[i]);
 	for (unsigned i = hits; i < n; i++)
-		push(s, s->stores, chain[i]);
-	s->planned_stores += n - hits;
+		s->planned_stores += push(s, s->stores, chain[i]);
 	s->requests++;
 }
 
@@ -416,6 +433,7 @@ static void setup(struct life *s)
 	for (unsigned f = 0; f < L->families; f++)
 		s->zipf_cdf[f] /= sum;
 	s->series = g_array_new(FALSE, TRUE, sizeof(struct sample));
+	g_pending = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	s->loads = g_thread_pool_new(load_job, NULL, (gint)L->threads, TRUE, &err);
 	if (s->loads)
 		s->stores = g_thread_pool_new(store_job, NULL, (gint)L->threads,
@@ -508,6 +526,7 @@ uint64_t life_run(const struct life_opts *o)
 	summary(&s, secs);
 	fflush(stdout);
 	g_array_free(s.series, TRUE);
+	g_hash_table_destroy(g_pending);
 	g_free(s.fam);
 	g_free(s.zipf_cdf);
 	g_rand_free(s.rand);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "options.h"
 #include "reclaim.h"
 #include "share.h"
+#include "stage.h"
 #include "store.h"
 #include "uring.h"
 
@@ -273,6 +275,11 @@ int main(int argc, char **argv)
 	char *lower = NULL, *mnt = NULL;
 	int ret = 1;
 
+	/* Buffers of 256 KiB and more (libfuse's request buffer, O_DIRECT
+	 * and hashing buffers) are mapped and unmapped, never kept by
+	 * malloc: glibc would otherwise raise this threshold at their first
+	 * free and keep every later one in its arenas. */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	kvt_log_init(FALSE);
 	if (kvt_options_parse(argc, argv, &o))
 		goto out;
@@ -323,6 +330,8 @@ int main(int argc, char **argv)
 	/* The session's destroy frees what the kernel left, then the rest. */
 	fuse_session_destroy(g_steal_pointer(&fs.se));
 	fs_fini(&fs);
+	kvt_uring_cleanup();
+	kvt_stage_cleanup();
 	log_faults();
 out:
 	kvt_faults_fini();

@@ -20,22 +20,44 @@
  * hash is computed again from the file at publication. */
 #define HASH_WAIT_US 20000
 
-static void free_aligned(gpointer p)
+/* Aligned buffers for O_DIRECT writes, as FUSE hands the data at an
+ * unaligned address inside its request buffer.  Lent for one write and
+ * given back: DIO_KEEP are kept, whatever the number of threads. */
+#define DIO_KEEP 8
+static GMutex dio_lock;
+static void *idle_dio[DIO_KEEP];
+static unsigned n_idle_dio;
+
+static void *dio_buf_get(void)
 {
+	void *p = NULL;
+
+	g_mutex_lock(&dio_lock);
+	if (n_idle_dio)
+		p = idle_dio[--n_idle_dio];
+	g_mutex_unlock(&dio_lock);
+	if (!p && posix_memalign(&p, DIO_ALIGN, DIO_BUF_SIZE))
+		p = NULL;
+	return p;
+}
+
+static void dio_buf_put(void *p)
+{
+	g_mutex_lock(&dio_lock);
+	if (p && n_idle_dio < DIO_KEEP) {
+		idle_dio[n_idle_dio++] = p;
+		p = NULL;
+	}
+	g_mutex_unlock(&dio_lock);
 	free(p);
 }
 
-/* A per-thread aligned buffer for O_DIRECT writes: FUSE hands the data
- * at an unaligned address inside its request buffer. */
-static GPrivate dio_buf = G_PRIVATE_INIT(free_aligned);
-
-static void *thread_dio_buf(void)
+void kvt_stage_cleanup(void)
 {
-	void *p = g_private_get(&dio_buf);
-
-	if (!p && posix_memalign(&p, DIO_ALIGN, DIO_BUF_SIZE) == 0)
-		g_private_set(&dio_buf, p);
-	return p;
+	g_mutex_lock(&dio_lock);
+	while (n_idle_dio)
+		free(idle_dio[--n_idle_dio]);
+	g_mutex_unlock(&dio_lock);
 }
 
 int kvt_stage_new(struct kvt_store *store, struct kvt_stage **out)
@@ -149,17 +171,14 @@ int kvt_stage_write(struct kvt_stage *st, const char *buf, size_t size, off_t of
 	const char *src = buf;
 	bool direct = st->dfd >= 0 && off % DIO_ALIGN == 0 && size % DIO_ALIGN == 0 &&
 		      size <= DIO_BUF_SIZE && size > 0;
+	char *dbuf = direct ? dio_buf_get() : NULL;
 	int ret;
 
-	if (direct) {
-		char *dbuf = thread_dio_buf();
-
-		if (dbuf) {
-			memcpy(dbuf, buf, size);
-			src = dbuf;
-		} else {
-			direct = false;
-		}
+	if (dbuf) {
+		memcpy(dbuf, buf, size);
+		src = dbuf;
+	} else {
+		direct = false;
 	}
 	__atomic_store_n(&st->durable, false, __ATOMIC_RELEASE);
 	feed_hash(st, src, size, off);
@@ -168,6 +187,7 @@ int kvt_stage_write(struct kvt_stage *st, const char *buf, size_t size, off_t of
 		ret = pwrite_full(direct ? st->dfd : st->fd, src, size, off);
 	if (ret == -EINVAL && direct)
 		ret = pwrite_full(st->fd, src, size, off);
+	dio_buf_put(dbuf);
 	if (ret < 0) {
 		/* A version with a hole where a write failed must never be
 		 * published: the error sticks to the stage. */

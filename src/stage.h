@@ -43,6 +43,8 @@ struct kvt_stage {
 
 /* A new, empty stage in @store's staging area. */
 int kvt_stage_new(struct kvt_store *store, struct kvt_stage **out);
+/* Frees the O_DIRECT buffers kept for the next writes (at exit). */
+void kvt_stage_cleanup(void);
 struct kvt_stage *kvt_stage_ref(struct kvt_stage *st);
 /* The staging file goes with the last reference unless it was published. */
 void kvt_stage_unref(struct kvt_stage *st);

@@ -34,10 +34,8 @@ bool kvt_uring_enabled(void)
 	return g_atomic_int_get(&enabled);
 }
 
-static void ring_free(gpointer p)
+static void ring_free(struct thread_ring *tr)
 {
-	struct thread_ring *tr = p;
-
 	if (!tr)
 		return;
 	io_uring_queue_exit(&tr->ring);
@@ -46,36 +44,68 @@ static void ring_free(gpointer p)
 	g_free(tr);
 }
 
-static GPrivate thread_ring = G_PRIVATE_INIT(ring_free);
-/* Set in a thread whose ring could not be made: do not try again. */
-static GPrivate no_ring;
+/* Rings and their buffers are lent to the thread that hashes and given
+ * back after: the memory kept is RING_KEEP rings, whatever the number of
+ * threads libfuse started, and more only while more hash at once. */
+#define RING_KEEP 8
+static GMutex ring_lock;
+static struct thread_ring *idle_rings[RING_KEEP];
+static unsigned n_idle;
+/* A ring could not be made (io_uring disabled): do not try again. */
+static gint no_ring;
 
-static struct thread_ring *get_ring(void)
+static struct thread_ring *ring_new(void)
 {
-	struct thread_ring *tr = g_private_get(&thread_ring);
+	struct thread_ring *tr = g_new0(struct thread_ring, 1);
 
-	if (tr || g_private_get(&no_ring))
-		return tr;
-	tr = g_new0(struct thread_ring, 1);
 	if (io_uring_queue_init(DEPTH, &tr->ring, 0) < 0) {
 		g_free(tr);
-		g_private_set(&no_ring, GINT_TO_POINTER(1));
+		g_atomic_int_set(&no_ring, 1);
 		return NULL;
 	}
 	for (int i = 0; i < DEPTH; i++) {
 		if (posix_memalign((void **)&tr->buf[i], 4096, CHUNK)) {
 			ring_free(tr);
-			g_private_set(&no_ring, GINT_TO_POINTER(1));
 			return NULL;
 		}
 	}
-	g_private_set(&thread_ring, tr);
 	return tr;
 }
 
-int kvt_uring_hash_fd(int fd, uint64_t size, kvt_hash *out)
+static struct thread_ring *ring_get(void)
 {
-	struct thread_ring *tr = kvt_uring_enabled() ? get_ring() : NULL;
+	struct thread_ring *tr = NULL;
+
+	if (g_atomic_int_get(&no_ring))
+		return NULL;
+	g_mutex_lock(&ring_lock);
+	if (n_idle)
+		tr = idle_rings[--n_idle];
+	g_mutex_unlock(&ring_lock);
+	return tr ? tr : ring_new();
+}
+
+static void ring_put(struct thread_ring *tr)
+{
+	g_mutex_lock(&ring_lock);
+	if (n_idle < RING_KEEP) {
+		idle_rings[n_idle++] = tr;
+		tr = NULL;
+	}
+	g_mutex_unlock(&ring_lock);
+	ring_free(tr);
+}
+
+void kvt_uring_cleanup(void)
+{
+	g_mutex_lock(&ring_lock);
+	while (n_idle)
+		ring_free(idle_rings[--n_idle]);
+	g_mutex_unlock(&ring_lock);
+}
+
+static int hash_with_ring(struct thread_ring *tr, int fd, uint64_t size, kvt_hash *out)
+{
 	/* Chunk k lives in buf[k % DEPTH]; res[] holds its completion. */
 	int64_t res[DEPTH];
 	bool done[DEPTH] = { false };
@@ -85,8 +115,6 @@ int kvt_uring_hash_fd(int fd, uint64_t size, kvt_hash *out)
 	kvt_hash_stream *hs;
 	int ret = 0;
 
-	if (!tr)
-		return -ENOSYS;
 	hs = kvt_hash_stream_new();
 	if (!hs)
 		return -ENOMEM;
@@ -147,5 +175,17 @@ int kvt_uring_hash_fd(int fd, uint64_t size, kvt_hash *out)
 	if (ret == 0)
 		kvt_hash_stream_digest(hs, out);
 	kvt_hash_stream_free(hs);
+	return ret;
+}
+
+int kvt_uring_hash_fd(int fd, uint64_t size, kvt_hash *out)
+{
+	struct thread_ring *tr = kvt_uring_enabled() ? ring_get() : NULL;
+	int ret;
+
+	if (!tr)
+		return -ENOSYS;
+	ret = hash_with_ring(tr, fd, size, out);
+	ring_put(tr);
 	return ret;
 }

@@ -129,7 +129,8 @@ ok "$st" "scripts/bench --rounds 1 --blocks 32 --block-size 256K --no-fio (exit 
 [ "$st" = 0 ] || diag_file "$T/sb.err" 20
 num='[0-9]+\.[0-9]+'
 miss=
-for p in store "load cold" "load warm" "lookup hit" "lookup miss" "lookup miss, null FUSE fs"; do
+for p in store "load cold" "load warm" "lookup hit" "lookup miss" "lookup miss, null FUSE fs" \
+	"lookup miss, kvtierfs / null FUSE fs"; do
 	grep -Eq "^\| $p \| $num (GB|kops)/s \| $num (GB|kops)/s \| $num \| " "$T/sb.out" ||
 		miss="$miss '$p'"
 done

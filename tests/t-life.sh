@@ -15,9 +15,9 @@ export KVTIERFS_BENCH
 kvt_require_root
 [ -x "$KVTIERFS_BENCH" ] || bail "kvtierfs-bench is not built: $KVTIERFS_BENCH"
 if [ "${KVT_STRESS:-0}" = 1 ]; then
-	plan 22
+	plan 23
 else
-	plan 21
+	plan 22
 fi
 kvt_setup
 
@@ -94,6 +94,18 @@ awk -v r="$rss" -v f="$fds" 'BEGIN { exit !(r > 1 && r < 64 && f > 3 && f <= 409
 ok $? "mount: the daemon's RSS and fds sampled and bounded (max RSS $rss MiB, max fds $fds)"
 grep -Eq '^progress: .* rss_MiB=[0-9]+\.[0-9] fds=[0-9]+$' "$T/m.out"
 ok $? "mount: progress lines carry the daemon's RSS and fds"
+# Large writes and hashes by many threads: the daemon's buffers for them
+# are lent from small pools, not kept per thread (libfuse's own request
+# buffer, up to 1 MiB, stays with each of its threads).
+"$KVTIERFS_BENCH" --dir "$MNT" --blocks 512 --block-size 2M --threads 32 \
+	--phases store,load --drop-caches --quiet >"$T/big.out" 2>&1
+st=$?
+threads=$(ls "/proc/$KVT_PID/task" | wc -l)
+rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$KVT_PID/status")
+limit=$(( (40 << 10) + threads * 1126 + (16 << 10) ))
+[ "$st" = 0 ] && [ "$rss" -le "$limit" ]
+ok $? "mount: 512 stores and loads of 2 MiB by 32 threads: RSS $rss kB <= 40 MiB + 1.1 MiB for each of $threads threads + 16 MiB of pools ($limit kB; exit $st)"
+[ "$st" = 0 ] || diag_file "$T/big.out" 10
 kvt_umount
 
 # --- bad usage ------------------------------------------------------------------
