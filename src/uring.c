@@ -45,11 +45,11 @@ static void ring_free(struct thread_ring *tr)
 }
 
 /* Rings and their buffers are lent to the thread that hashes and given
- * back after: the memory kept is RING_KEEP rings, whatever the number of
- * threads libfuse started, and more only while more hash at once. */
-#define RING_KEEP 8
+ * back after.  RING_KEEP are kept (16 loaders' worth), not one for every
+ * thread libfuse started. */
+#define RING_KEEP 16
 static GMutex ring_lock;
-static struct thread_ring *idle_rings[RING_KEEP];
+static GSList *idle_rings;
 static unsigned n_idle;
 /* A ring could not be made (io_uring disabled): do not try again. */
 static gint no_ring;
@@ -79,8 +79,11 @@ static struct thread_ring *ring_get(void)
 	if (g_atomic_int_get(&no_ring))
 		return NULL;
 	g_mutex_lock(&ring_lock);
-	if (n_idle)
-		tr = idle_rings[--n_idle];
+	if (idle_rings) {
+		tr = idle_rings->data;
+		idle_rings = g_slist_delete_link(idle_rings, idle_rings);
+		n_idle--;
+	}
 	g_mutex_unlock(&ring_lock);
 	return tr ? tr : ring_new();
 }
@@ -89,7 +92,8 @@ static void ring_put(struct thread_ring *tr)
 {
 	g_mutex_lock(&ring_lock);
 	if (n_idle < RING_KEEP) {
-		idle_rings[n_idle++] = tr;
+		idle_rings = g_slist_prepend(idle_rings, tr);
+		n_idle++;
 		tr = NULL;
 	}
 	g_mutex_unlock(&ring_lock);
@@ -99,8 +103,8 @@ static void ring_put(struct thread_ring *tr)
 void kvt_uring_cleanup(void)
 {
 	g_mutex_lock(&ring_lock);
-	while (n_idle)
-		ring_free(idle_rings[--n_idle]);
+	g_slist_free_full(g_steal_pointer(&idle_rings), (GDestroyNotify)ring_free);
+	n_idle = 0;
 	g_mutex_unlock(&ring_lock);
 }
 
