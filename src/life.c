@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_CHAIN 128          /* blocks of one request at most */
@@ -391,16 +392,16 @@ static void serve(struct life *s)
 	unsigned n = next_request(s, chain), hits;
 
 	for (hits = 0; hits < n; hits++) {
-		gint64 t0, t1;
+		struct timespec t0, t1;
 		int r, e;
 
 		bio_block_path(path, sizeof(path), chain[hits]);
-		t0 = g_get_monotonic_time();
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		r = access(path, F_OK);
 		e = errno;
-		t1 = g_get_monotonic_time();
-		hist_add(&s->lookup, (uint64_t)(t1 - t0) * 1000);
-		hist_add(&s->lookup_iv, (uint64_t)(t1 - t0) * 1000);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		hist_add(&s->lookup, bio_ns_since(&t0, &t1));
+		hist_add(&s->lookup_iv, bio_ns_since(&t0, &t1));
 		if (r < 0) {
 			if (e != ENOENT)
 				bio_fail(&t_lookup, path, "access: %s", strerror(e));
