@@ -84,7 +84,7 @@ static const char usage_text[] =
 "                       families, lookups until the first miss, loads of\n"
 "                       the hits (every byte checked), stores of the rest\n"
 "                       (see kvtierfs-bench(1)); --blocks is then the number\n"
-"                       of stores to plan in all (default: no limit)\n"
+"                       of new blocks in the stream (default: no limit)\n"
 "  --duration SEC       --life: stop after SEC seconds (default 60 unless\n"
 "                       --blocks is given)\n"
 "  --families N         --life: prompt families (default 64)\n"

@@ -49,6 +49,7 @@ struct hist {
 
 struct family {
 	unsigned prefix_len, conv_len;
+	bool prefix_used;              /* its prefix blocks are not new */
 	uint64_t conv[MAX_CHAIN];      /* the last request's chain */
 };
 
@@ -241,7 +242,7 @@ struct life {
 	double *zipf_cdf;
 	struct family *fam;
 	GThreadPool *loads, *stores;
-	uint64_t requests, planned_stores, hits;
+	uint64_t requests, new_blocks, hits;     /* new_blocks: distinct keys made */
 	struct hist lookup, lookup_iv;  /* whole run, this interval */
 	gint64 t0, next_report;
 	struct sample last;
@@ -288,7 +289,11 @@ static unsigned next_request(struct life *s, uint64_t *chain)
 
 		for (; n < fm->prefix_len; n++)
 			chain[n] = k = chain_next(k, ((uint64_t)f << 32) | n);
+		if (!fm->prefix_used)
+			s->new_blocks += fm->prefix_len;
+		fm->prefix_used = true;
 	}
+	s->new_blocks += own;
 	for (unsigned i = 0; i < own; i++, n++)
 		chain[n] = chain_next(chain[n - 1],
 				      bio_mix64(L->seed + s->requests) + i);
@@ -358,9 +363,8 @@ static void wait_room(struct life *s, uint64_t limit)
 	g_mutex_unlock(&g_lock);
 }
 
-/* Queues a load, or a store unless one of that key is on its way;
- * returns whether it queued. */
-static bool push(struct life *s, GThreadPool *pool, uint64_t key)
+/* Queues a load, or a store unless one of that key is on its way. */
+static void push(struct life *s, GThreadPool *pool, uint64_t key)
 {
 	uint64_t *job = g_new(uint64_t, 1);
 	GError *err = NULL;
@@ -372,7 +376,7 @@ static bool push(struct life *s, GThreadPool *pool, uint64_t key)
 		if (g_hash_table_contains(g_pending, job)) {
 			g_mutex_unlock(&g_lock);
 			g_free(job);
-			return false;
+			return;
 		}
 		g_hash_table_add(g_pending, job);
 	}
@@ -380,7 +384,6 @@ static bool push(struct life *s, GThreadPool *pool, uint64_t key)
 	g_mutex_unlock(&g_lock);
 	if (!g_thread_pool_push(pool, job, &err))
 		bio_fatal("thread pool: %s", err->message);
-	return true;
 }
 
 /* One request: lookups in order until the first miss, then loads of the
@@ -412,7 +415,7 @@ static void serve(struct life *s)
 	for (unsigned i = 0; i < hits; i++)
 		push(s, s->loads, chain[i]);
 	for (unsigned i = hits; i < n; i++)
-		s->planned_stores += push(s, s->stores, chain[i]);
+		push(s, s->stores, chain[i]);
 	s->requests++;
 }
 
@@ -513,7 +516,7 @@ uint64_t life_run(const struct life_opts *o)
 		bio_odirect_probe();
 	s.t0 = g_get_monotonic_time();
 	s.next_report = s.t0 + (gint64)(L->interval * 1e6);
-	while ((!L->blocks || s.planned_stores < L->blocks) &&
+	while ((!L->blocks || s.new_blocks < L->blocks) &&
 	       (L->duration <= 0 || secs_since(s.t0) < L->duration)) {
 		serve(&s);
 		if (g_get_monotonic_time() >= s.next_report)

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 struct life_opts {
-	uint64_t blocks;       /* stop after planning this many stores; 0: no limit */
+	uint64_t blocks;       /* stop once the stream made this many new blocks; 0: no limit */
 	double duration;       /* stop after this many seconds; 0: no limit */
 	unsigned families;     /* prompt families */
 	double zipf;           /* their popularity: P(rank k) ~ 1 / k^zipf */

@@ -12,8 +12,10 @@
 #define VALGRIND_MAKE_MEM_DEFINED(addr, len) ((void)(addr), (void)(len))
 #endif
 
-/* Four reads of 256 KiB in flight: 1 MiB of buffers per thread that
- * hashes, enough to keep a disk's queue busy for one object. */
+#include "pool.h"
+
+/* Four reads of 256 KiB in flight: 1 MiB of buffers per hash under way,
+ * enough to keep a disk's queue busy for one object. */
 #define DEPTH 4
 #define CHUNK (256u << 10)
 
@@ -44,13 +46,6 @@ static void ring_free(struct thread_ring *tr)
 	g_free(tr);
 }
 
-/* Rings and their buffers are lent to the thread that hashes and given
- * back after.  RING_KEEP are kept (16 loaders' worth), not one for every
- * thread libfuse started. */
-#define RING_KEEP 16
-static GMutex ring_lock;
-static GSList *idle_rings;
-static unsigned n_idle;
 /* A ring could not be made (io_uring disabled): do not try again. */
 static gint no_ring;
 
@@ -72,40 +67,23 @@ static struct thread_ring *ring_new(void)
 	return tr;
 }
 
+/* Rings and their buffers are lent to the thread that hashes.  16 are
+ * kept (16 loaders' worth), not one for every thread libfuse started. */
+static struct kvt_pool ring_pool = KVT_POOL_INIT(16, (GDestroyNotify)ring_free);
+
 static struct thread_ring *ring_get(void)
 {
-	struct thread_ring *tr = NULL;
+	struct thread_ring *tr;
 
 	if (g_atomic_int_get(&no_ring))
 		return NULL;
-	g_mutex_lock(&ring_lock);
-	if (idle_rings) {
-		tr = idle_rings->data;
-		idle_rings = g_slist_delete_link(idle_rings, idle_rings);
-		n_idle--;
-	}
-	g_mutex_unlock(&ring_lock);
+	tr = kvt_pool_get(&ring_pool);
 	return tr ? tr : ring_new();
-}
-
-static void ring_put(struct thread_ring *tr)
-{
-	g_mutex_lock(&ring_lock);
-	if (n_idle < RING_KEEP) {
-		idle_rings = g_slist_prepend(idle_rings, tr);
-		n_idle++;
-		tr = NULL;
-	}
-	g_mutex_unlock(&ring_lock);
-	ring_free(tr);
 }
 
 void kvt_uring_cleanup(void)
 {
-	g_mutex_lock(&ring_lock);
-	g_slist_free_full(g_steal_pointer(&idle_rings), (GDestroyNotify)ring_free);
-	n_idle = 0;
-	g_mutex_unlock(&ring_lock);
+	kvt_pool_clear(&ring_pool);
 }
 
 static int hash_with_ring(struct thread_ring *tr, int fd, uint64_t size, kvt_hash *out)
@@ -190,6 +168,6 @@ int kvt_uring_hash_fd(int fd, uint64_t size, kvt_hash *out)
 	if (!tr)
 		return -ENOSYS;
 	ret = hash_with_ring(tr, fd, size, out);
-	ring_put(tr);
+	kvt_pool_put(&ring_pool, tr);
 	return ret;
 }

@@ -14,6 +14,7 @@
 #define XXH_DISPATCH_DISABLE_REPLACE
 #include <xxh_x86dispatch.h>
 
+#include "../src/pool.h"
 #include "../src/stats.h"
 #include "../src/store.h"
 #include "unit.h"
@@ -316,6 +317,37 @@ static void test_hash_speed(void)
 		ok(md > 0.8 * mp, "without AVX2 the dispatch entry point is no slower");
 }
 
+static int pool_freed;
+
+static void pool_item_free(gpointer p)
+{
+	pool_freed++;
+	g_free(p);
+}
+
+/* The buffer pools keep what they are told and free the rest. */
+static void test_pool(void)
+{
+	struct kvt_pool p = KVT_POOL_INIT(2, pool_item_free);
+	gpointer a = g_malloc(8), b = g_malloc(8), c = g_malloc(8), got1, got2;
+
+	ok(kvt_pool_get(&p) == NULL, "pool: an empty pool lends nothing");
+	kvt_pool_put(&p, a);
+	kvt_pool_put(&p, b);
+	kvt_pool_put(&p, c);
+	kvt_pool_put(&p, NULL);
+	ok(pool_freed == 1 && p.n_idle == 2, "pool: past its 2 kept, a given-back item is freed");
+	got1 = kvt_pool_get(&p);
+	got2 = kvt_pool_get(&p);
+	ok(got1 && got2 && got1 != got2 && kvt_pool_get(&p) == NULL,
+	   "pool: the kept items are lent again, each once");
+	kvt_pool_put(&p, got1);
+	kvt_pool_put(&p, got2);
+	kvt_pool_clear(&p);
+	ok(pool_freed == 3 && p.n_idle == 0 && kvt_pool_get(&p) == NULL,
+	   "pool: clear frees every idle item");
+}
+
 int main(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("kvt-verify-XXXXXX", NULL);
@@ -324,7 +356,7 @@ int main(void)
 
 	top = dir;
 
-	printf("1..29\n");
+	printf("1..33\n");
 	s = kvt_store_open(top, &err);
 	ok(s != NULL, "a store is created");
 	if (!s)
@@ -333,6 +365,7 @@ int main(void)
 	test_purge(s);
 	test_stats(s);
 	test_uring(s);
+	test_pool();
 	test_hash_speed();
 	kvt_store_close(s);
 	{
