@@ -158,6 +158,7 @@ ok $? "scripts/bench --life: unmounted and removed its work directory ($left mou
 # --- the long life (scripts/stress) ----------------------------------------------
 if [ "${KVT_STRESS:-0}" = 1 ]; then
 	kvt_mount
+	KVT_CMD_TIMEOUT=$(( ${KVT_LIFE_SECS:-3600} + 600 ))
 	life "$T/long.out" --dir "$MNT" --block-size 16K --threads 16 --interval 60 \
 		--duration "${KVT_LIFE_SECS:-3600}" --blocks "${KVT_LIFE_BLOCKS:-300000}" --pid "$KVT_PID"
 	st=$?
