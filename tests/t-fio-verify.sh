@@ -203,7 +203,7 @@ if ! command -v fio >/dev/null; then
 	exit 0
 fi
 kvt_require_root
-plan 21
+plan 23
 kvt_setup
 [ -x "$KVTIERFS_FSCK" ] || bail "kvtierfs-fsck is not built: $KVTIERFS_FSCK"
 diag "KVT_FIO_RUNTIME=$KVT_FIO_RUNTIME"
@@ -232,11 +232,17 @@ perl "$JOBS/statstorm.pl" "$KVT_FIO_RUNTIME" "$MNT/set/churn" "$MNT/set/blk" 128
 storm=$!
 kvt_bg $storm
 ok_fio "churn: files created, checked, unlinked for ${KVT_FIO_RUNTIME}s next to a statx storm" \
-	"$JOBS/churn.fio" KVT_FIO_DIR="$MNT/set"
+	"$JOBS/churn.fio" KVT_FIO_DIR="$MNT/set" KVT_FIO_LOOPS=1000000000
 wait $storm
 st=$?
 ok $st "statstorm on the churning tree: $(tail -n 1 "$T/storm.out")" ||
 	diag_file "$T/storm.out" 25
+# The timed churn may stop right after a loop unlinked its files; one
+# last pass, which unlinks nothing, leaves files for the remount to check.
+kvt_guard rm -rf "$MNT/set/churn/churn-direct" "$MNT/set/churn/churn-mixed"
+ok $? "rm -rf of the churned directories"
+ok_fio "churn: one last pass that leaves its files, checked" \
+	"$JOBS/churn.fio" KVT_FIO_DIR="$MNT/set" KVT_FIO_LOOPS=1 KVT_FIO_RUNTIME=10
 
 # --- the mount after all that ---------------------------------------------
 c=$(counters stores torn_size torn_hash short_reads purges)
@@ -249,8 +255,8 @@ kvt_mount
 ok_readback "after the remount: write-once files, buffered, checked" once 2M 0
 ok_readback "after the remount: the 2 MiB files, O_DIRECT, checked" set/blk 2M 1
 ok_readback "after the remount: the 64 MiB files, buffered, checked" set/big 2M 0
-ok_readback "after the remount: the last churn-direct files, checked" set/churn/churn-direct 2M 0
-ok_readback "after the remount: the last churn-mixed files (64 KiB blocks), checked" \
+ok_readback "after the remount: the churn-direct files of the last pass, checked" set/churn/churn-direct 2M 0
+ok_readback "after the remount: the churn-mixed files of the last pass (64 KiB blocks), checked" \
 	set/churn/churn-mixed 64k 0
 set_sums >"$T/set.sums2"
 cmp -s "$T/set.sums" "$T/set.sums2"
