@@ -14,6 +14,7 @@
 #include "io.h"
 #include "object.h"
 #include "purge.h"
+#include "receive.h"
 #include "resolve.h"
 #include "splice.h"
 #include "version.h"
@@ -664,7 +665,11 @@ void kvt_op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size, of
 	ret = kvt_version_for_write(fs, ino, &h->wstage, &st);
 
 	if (ret == 0) {
-		ret = kvt_stage_write(st, buf, size, off);
+		const char *data = kvt_receive_payload(buf);
+
+		if (data != buf)
+			kvt_stat_add(&fs->stats, KVT_STAT_aligned_writes, 1);
+		ret = kvt_stage_write(st, data, size, off);
 		kvt_version_put(st);
 	}
 	if (ret < 0) {

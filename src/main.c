@@ -17,6 +17,7 @@
 #include "log.h"
 #include "notify.h"
 #include "options.h"
+#include "receive.h"
 #include "reclaim.h"
 #include "share.h"
 #include "stage.h"
@@ -223,6 +224,9 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 		fuse_remove_signal_handlers(fs->se);
 		return 1;
 	}
+	ret = kvt_receive_install(fs->se);
+	if (ret < 0) /* slower, not wrong: writes are copied to aligned buffers */
+		g_warning("page-aligned writes: %s", g_strerror(-ret));
 	if (fuse_daemonize(o->foreground)) {
 		say("cannot daemonize");
 		fuse_session_unmount(fs->se);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,8 +22,8 @@
  * hash is computed again from the file at publication. */
 #define HASH_WAIT_US 20000
 
-/* Aligned buffers for O_DIRECT writes, as FUSE hands the data at an
- * unaligned address inside its request buffer.  Lent for one write.  32
+/* Aligned buffers for O_DIRECT writes whose data FUSE handed at an
+ * unaligned address (receive.h aligns most).  Lent for one write.  32
  * are kept, not one for every thread libfuse started: enough for 16
  * writers of 2 MiB blocks (two 1 MiB requests each at once); past them a
  * buffer is made and unmapped per write, which with 8 kept cost a sixth
@@ -153,14 +154,16 @@ int kvt_stage_write(struct kvt_stage *st, const char *buf, size_t size, off_t of
 {
 	const char *src = buf;
 	bool direct = st->dfd >= 0 && off % DIO_ALIGN == 0 && size % DIO_ALIGN == 0 &&
-		      size <= DIO_BUF_SIZE && size > 0;
-	char *dbuf = direct ? dio_buf_get() : NULL;
+		      size > 0;
+	bool aligned = (uintptr_t)buf % DIO_ALIGN == 0;
+	/* receive.h hands most writes aligned; the others are copied. */
+	char *dbuf = direct && !aligned && size <= DIO_BUF_SIZE ? dio_buf_get() : NULL;
 	int ret;
 
 	if (dbuf) {
 		memcpy(dbuf, buf, size);
 		src = dbuf;
-	} else {
+	} else if (!aligned) {
 		direct = false;
 	}
 	__atomic_store_n(&st->durable, false, __ATOMIC_RELEASE);

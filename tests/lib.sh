@@ -606,6 +606,12 @@ kvt_xattr() {
 	kvt_guard getfattr --absolute-names --only-values -n "$2" "$1" 2>/dev/null
 }
 
+# kvt_stat MNT NAME: the counter NAME of the mount on MNT
+# (user.kvtierfs.stats), or nothing.
+kvt_stat() {
+	kvt_xattr "$1" user.kvtierfs.stats | awk -v n="$2" '$1 == n { print $2 }'
+}
+
 # kvt_xattr_hex FILE NAME: the value of xattr NAME of FILE as 0x<hex>, or
 # nothing.  (getfattr --only-values ignores -e hex and prints raw bytes.)
 kvt_xattr_hex() {

@@ -36,18 +36,13 @@ kvt_setup
 
 blocks=0 wrong=0
 
-# stat_of MNT NAME: the mount's counter NAME.
-stat_of() {
-	kvt_xattr "$1" user.kvtierfs.stats | awk -v n="$2" '$1 == n { print $2 }'
-}
-
 # wait_stat MNT NAME MIN: wait (60 s at most) until counter NAME of MNT is
 # at least MIN.  The passes run in the background: there is no event to
 # wait on but the counter.
 wait_stat() {
 	local v i
 	for i in $(seq 300); do
-		v=$(stat_of "$1" "$2")
+		v=$(kvt_stat "$1" "$2")
 		[ -n "$v" ] && [ "$v" -ge "$3" ] && return 0
 		sleep 0.2
 	done
@@ -133,10 +128,10 @@ t0=$(now)
 wait_stat "$MNT" orphans_reclaimed "$N_ORPH"
 ok $? "the mount reclaims in the background"
 took=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
-got=$(stat_of "$MNT" orphans_reclaimed)
+got=$(kvt_stat "$MNT" orphans_reclaimed)
 [ "$got" = "$N_ORPH" ]
 ok $? "orphans_reclaimed: $got, exactly the $N_ORPH fsck found"
-got=$(stat_of "$MNT" orphan_bytes_reclaimed)
+got=$(kvt_stat "$MNT" orphan_bytes_reclaimed)
 [ "$got" = "$BYTES" ]
 ok $? "orphan_bytes_reclaimed: $got, the $N_OBJ objects' bytes ($BYTES)"
 left=0
@@ -162,8 +157,8 @@ most=$(awk -v e="$entries" -v r=$RATE 'BEGIN { printf "%.1f", 0.2 + e / r + 10 }
 awk -v t="$took" -v m="$most" 'BEGIN { exit !(t <= m) }'
 ok $? "reclaimed $took s after the mount (at most $most s)"
 wait_stat "$MNT" reclaim_passes 3
-ok $? "later passes run, and find nothing ($(stat_of "$MNT" reclaim_passes) passes)"
-[ "$(stat_of "$MNT" orphans_reclaimed)" = "$N_ORPH" ]
+ok $? "later passes run, and find nothing ($(kvt_stat "$MNT" reclaim_passes) passes)"
+[ "$(kvt_stat "$MNT" orphans_reclaimed)" = "$N_ORPH" ]
 ok $? "orphans_reclaimed still $N_ORPH"
 ok_kvclient "every other block reads back byte for byte: at least the $STORED acknowledged, less the 8 lost" \
 	verify --dir "$MNT" --min $((STORED - 8)) --size $SIZE --no-tmp
@@ -253,7 +248,7 @@ while [ "$caught" -lt "$CATCHES" ] && [ "$tries" -lt $((CATCHES * 100)) ]; do
 	fi
 	caught=$((caught + 1))
 	held=$((held + n))
-	p0=$(stat_of "$MNT" reclaim_passes)
+	p0=$(kvt_stat "$MNT" reclaim_passes)
 	wait_stat "$MNT" reclaim_passes $((p0 + 2)) && swept=$((swept + 1))
 	while IFS= read -r p; do
 		[ -e "$p" ] && kept=$((kept + 1))
@@ -281,7 +276,7 @@ count_verify
 # A takes nothing, not even an anchor that B left alone between the two
 # unlinks of a release (stopped there, or slow): that is B's to remove,
 # for the grace of 10 s.
-[ "$(stat_of "$MNT" orphans_reclaimed)" = 0 ]
+[ "$(kvt_stat "$MNT" orphans_reclaimed)" = 0 ]
 ok $? "mount A reclaimed nothing: there was nothing to reclaim" ||
 	{ grep -h 'reclaim' "$T"/*.log >"$T/reclaimed.diag" 2>/dev/null; diag_file "$T/reclaimed.diag" 20; }
 kvt_stop "$MNT2" "$PIDB"
@@ -366,17 +361,17 @@ NA=$(($(cat "$T/storeA") * 50))
 wait "$SB"
 ok $? "meanwhile mount B published $(cat "$T/storeB") batches of 50 blocks" || diag_file "$T/storeB"
 NB=$(($(cat "$T/storeB") * 50))
-ab=$(( $(stat_of "$MNT" reclaim_aborted) + $(stat_of "$MNT2" reclaim_aborted) ))
-pa=$(( $(stat_of "$MNT" reclaim_passes) + $(stat_of "$MNT2" reclaim_passes) ))
+ab=$(( $(kvt_stat "$MNT" reclaim_aborted) + $(kvt_stat "$MNT2" reclaim_aborted) ))
+pa=$(( $(kvt_stat "$MNT" reclaim_passes) + $(kvt_stat "$MNT2" reclaim_passes) ))
 [ "$ab" -gt 0 ]
 ok $? "passes met the moves and stopped before their sweep ($ab stopped, $pa swept)"
 
 # a pass that begins now sees the third mount dead and nothing moving
-pa=$(stat_of "$MNT" reclaim_passes)
-pb=$(stat_of "$MNT2" reclaim_passes)
+pa=$(kvt_stat "$MNT" reclaim_passes)
+pb=$(kvt_stat "$MNT2" reclaim_passes)
 wait_stat "$MNT" reclaim_passes $((pa + 2)) && wait_stat "$MNT2" reclaim_passes $((pb + 2))
 ok $? "then both mounts complete passes"
-rc_=$(( $(stat_of "$MNT" orphans_reclaimed) + $(stat_of "$MNT2" orphans_reclaimed) ))
+rc_=$(( $(kvt_stat "$MNT" orphans_reclaimed) + $(kvt_stat "$MNT2" orphans_reclaimed) ))
 [ "$rc_" -ge 8 ]
 ok $? "the lost records' orphans and the killed mount's were reclaimed ($rc_ links, 8 of them the lost records')"
 ok_kvclient "every block of the gone mount reads back, after all the moves (mount A)" \

@@ -26,10 +26,6 @@ BLOCKS=200
 MNT2=$T/mnt2
 mkdir "$MNT2"
 
-stat_of() {
-	kvt_xattr "$1" user.kvtierfs.stats | awk -v n="$2" '$1 == n { print $2 }'
-}
-
 # present DIR: how many of the paths in $T/paths exist under DIR, by
 # access() from one process.
 present() {
@@ -41,9 +37,9 @@ present() {
 # the daemon of $MNT meanwhile; $n the count found.
 present_counted() {
 	local l0
-	l0=$(stat_of "$MNT" lookups)
+	l0=$(kvt_stat "$MNT" lookups)
 	n=$(present "$1")
-	looked=$(( $(stat_of "$MNT" lookups) - l0 ))
+	looked=$(( $(kvt_stat "$MNT" lookups) - l0 ))
 }
 
 # within SECONDS CMD...: CMD succeeds within SECONDS (tried every 0.1 s);
@@ -75,14 +71,14 @@ ok $? "2.5 s later, access() from one thread finds all $BLOCKS ($n)"
 ok $? "... and the kernel answered each itself: $looked lookups reached the daemon"
 # a first miss: one round trip, in a directory that exists or not
 d=$(dirname "$(head -n 1 "$T/paths")")
-l0=$(stat_of "$MNT" lookups)
+l0=$(kvt_stat "$MNT" lookups)
 ! kvt_run test -e "$MNT/$d/never-stored.bin"
-l1=$(stat_of "$MNT" lookups)
+l1=$(kvt_stat "$MNT" lookups)
 [ $((l1 - l0)) = 1 ]
 ok $? "a first miss in a known directory is one lookup in the daemon ($((l1 - l0)))"
-l0=$(stat_of "$MNT" lookups)
+l0=$(kvt_stat "$MNT" lookups)
 ! kvt_run test -e "$MNT/${d%%/*}/no-such-dir/00_g0/never-stored.bin"
-l1=$(stat_of "$MNT" lookups)
+l1=$(kvt_stat "$MNT" lookups)
 [ $((l1 - l0)) = 1 ]
 ok $? "... and in a directory that does not exist, one too ($((l1 - l0)))"
 

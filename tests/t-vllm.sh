@@ -7,13 +7,20 @@
 BLOCKS=512
 SIZE=$((2 << 20))
 
-plan 25
+plan 26
 kvt_setup
 
 # --- O_DIRECT -------------------------------------------------------------
 kvt_mount
 ok_kvclient "vllm-store O_DIRECT: $BLOCKS x 2 MiB, 16 threads" \
 	vllm-store --dir "$MNT" --blocks $BLOCKS --size $SIZE --threads 16 --odirect
+
+# Each block is two 1 MiB WRITE requests (max_write), and each arrives
+# page-aligned, so it goes to the lower disk with no copy (src/receive.c);
+# the client's O_DIRECT probe writes too.
+n=$(kvt_stat "$MNT" aligned_writes)
+[ "${n:-0}" -ge $((2 * BLOCKS)) ]
+ok $? "the O_DIRECT writes arrived page-aligned: $n WRITE requests for $BLOCKS blocks (at least $((2 * BLOCKS)))"
 
 f=$(kvt_first_block "$MNT")
 diag "block: ${f#"$MNT"/}"

@@ -1,0 +1,14 @@
+/* Requests read from /dev/fuse with a WRITE's payload at a page boundary,
+ * so that a staged write goes to the lower disk with O_DIRECT straight
+ * from the request buffer instead of being copied into an aligned one. */
+#pragma once
+
+struct fuse_session;
+
+/* Reads @se's requests that way from now on (after fuse_session_mount).
+ * Returns 0, or -errno and the session reads as before. */
+int kvt_receive_install(struct fuse_session *se);
+/* The bytes of the WRITE this thread is serving, which libfuse hands to
+ * the write op as @buf: where they are (page-aligned when the read could
+ * place them so), or @buf itself. */
+const char *kvt_receive_payload(const char *buf);
