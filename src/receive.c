@@ -14,7 +14,6 @@
 
 #include "fs.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
 #include <stdint.h>
@@ -27,8 +26,8 @@
 
 /* The payload of the WRITE this thread read last: where libfuse thinks
  * it is, and where it is. */
-static __thread const char *said_at;
-static __thread const char *lies_at;
+static __thread const char *libfuse_at;
+static __thread const char *actual_at;
 
 static ssize_t receive_read(int fd, void *buf, size_t len, void *userdata)
 {
@@ -39,7 +38,7 @@ static ssize_t receive_read(int fd, void *buf, size_t len, void *userdata)
 	ssize_t n;
 
 	(void)userdata;
-	said_at = lies_at = NULL;
+	libfuse_at = actual_at = NULL;
 	/* The kernel wants room for headers + max_write; libfuse gave a
 	 * page more than that, and the gap takes some of it. */
 	if (len < HEADERS + PAGE || gap > PAGE - HEADERS)
@@ -50,8 +49,8 @@ static ssize_t receive_read(int fd, void *buf, size_t len, void *userdata)
 	if (n <= (ssize_t)HEADERS)
 		return n;
 	if (((struct fuse_in_header *)b)->opcode == FUSE_WRITE) {
-		said_at = b + HEADERS;
-		lies_at = body;
+		libfuse_at = b + HEADERS;
+		actual_at = body;
 	} else {
 		memmove(b + HEADERS, body, (size_t)n - HEADERS);
 	}
@@ -86,5 +85,5 @@ int kvt_receive_install(struct fuse_session *se)
 
 const char *kvt_receive_payload(const char *buf)
 {
-	return buf == said_at ? lies_at : buf;
+	return buf == libfuse_at ? actual_at : buf;
 }

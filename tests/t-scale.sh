@@ -4,7 +4,8 @@
 # directories) by 16 threads, then loaded back: not one error, and the
 # daemon's open files stay bounded by -o max_dir_fds, and its memory by
 # 64 MiB and -o max_inodes and verify_cache, not by the number of
-# directories.
+# directories; mounted again with both caches at their smallest, the
+# loads of every block leave it under 64 MiB.
 #
 # KVT_SCALE_BLOCKS sets the number of blocks: 100000, or 1000000 with
 # KVT_STRESS=1 (scripts/stress; about 8 minutes of stores here).
@@ -27,7 +28,7 @@ VERIFY_CACHE=100000
 # directory per block.)
 RSS_BOUND_MIB=$((64 + MAX_INODES / 1024 + VERIFY_CACHE * 128 / 1048576))
 
-plan 9
+plan 13
 kvt_require_root
 kvt_setup
 # In memory: what is measured is the daemon's files, not the disk, and
@@ -74,4 +75,14 @@ rss=$(awk '/^VmRSS:/ { print $2 }' /proc/"$KVT_PID"/status 2>/dev/null)
 diag "daemon RSS after $BLOCKS stores and loads: ${rss:-?} KiB (max_inodes=$MAX_INODES, verify_cache=$VERIFY_CACHE)"
 [ -n "$rss" ] && [ "$rss" -le $((RSS_BOUND_MIB * 1024)) ]
 ok $? "the daemon's memory stays within 64 MiB + its bounded caches = $RSS_BOUND_MIB MiB (${rss:-?} KiB)"
+kvt_umount
+
+# The 64 MiB without the caches: the same store mounted again with both
+# caches at their smallest, every block loaded.
+kvt_mount max_dir_fds=$MAX_DIR_FDS max_inodes=64 verify_cache=16
+ok_kvclient "with max_inodes=64 and verify_cache=16: load all $BLOCKS, every byte checked" \
+	vllm-load --dir "$MNT" --blocks "$BLOCKS" --size 4K --threads 16
+rss=$(awk '/^VmRSS:/ { print $2 }' /proc/"$KVT_PID"/status 2>/dev/null)
+grep -q "errors=0" "$KVT_OUT" && [ -n "$rss" ] && [ "$rss" -le $((64 * 1024 + 64 + 2)) ]
+ok $? "... no load failed, and the daemon's memory stays within 64 MiB + 64 KiB of inodes + 2 KiB of intact objects (${rss:-?} KiB)"
 kvt_umount
