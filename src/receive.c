@@ -16,6 +16,7 @@
 
 #include <fcntl.h>
 #include <linux/fuse.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -29,7 +30,18 @@
 static __thread const char *libfuse_at;
 static __thread const char *actual_at;
 
-static ssize_t receive_read(int fd, void *buf, size_t len, void *userdata)
+/* A WRITE laid out as assumed: its two headers, then exactly its bytes
+ * (a protocol before 7.9 had a shorter fuse_write_in; then the request is
+ * moved back whole, as any other). */
+static bool is_write(const char *b, size_t n)
+{
+	const struct fuse_in_header *ih = (const void *)b;
+	const struct fuse_write_in *wi = (const void *)(b + sizeof(*ih));
+
+	return ih->opcode == FUSE_WRITE && ih->len == n && n == HEADERS + wi->size;
+}
+
+ssize_t kvt_receive_read(int fd, void *buf, size_t len)
 {
 	char *b = buf;
 	char *body = (char *)(((uintptr_t)b + HEADERS + PAGE - 1) & ~(uintptr_t)(PAGE - 1));
@@ -37,7 +49,6 @@ static ssize_t receive_read(int fd, void *buf, size_t len, void *userdata)
 	struct iovec iov[2];
 	ssize_t n;
 
-	(void)userdata;
 	libfuse_at = actual_at = NULL;
 	/* The kernel wants room for headers + max_write; libfuse gave a
 	 * page more than that, and the gap takes some of it. */
@@ -48,13 +59,19 @@ static ssize_t receive_read(int fd, void *buf, size_t len, void *userdata)
 	n = readv(fd, iov, 2);
 	if (n <= (ssize_t)HEADERS)
 		return n;
-	if (((struct fuse_in_header *)b)->opcode == FUSE_WRITE) {
+	if (is_write(b, (size_t)n)) {
 		libfuse_at = b + HEADERS;
 		actual_at = body;
 	} else {
 		memmove(b + HEADERS, body, (size_t)n - HEADERS);
 	}
 	return n;
+}
+
+static ssize_t receive_read(int fd, void *buf, size_t len, void *userdata)
+{
+	(void)userdata;
+	return kvt_receive_read(fd, buf, len);
 }
 
 static ssize_t receive_writev(int fd, struct iovec *iov, int count, void *userdata)

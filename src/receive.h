@@ -2,12 +2,16 @@
  * so that a staged write goes to the lower disk with O_DIRECT straight
  * from the request buffer instead of being copied into an aligned one. */
 #pragma once
+#include <sys/types.h>
 
 struct fuse_session;
 
 /* Reads @se's requests that way from now on (after fuse_session_mount).
  * Returns 0, or -errno and the session reads as before. */
 int kvt_receive_install(struct fuse_session *se);
+/* Reads one request from @fd into libfuse's @buf of @len bytes, the way
+ * kvt_receive_install() makes the session read (for its tests). */
+ssize_t kvt_receive_read(int fd, void *buf, size_t len);
 /* The bytes of the WRITE this thread is serving, which libfuse hands to
  * the write op as @buf: where they are (page-aligned when the read could
  * place them so), or @buf itself. */
