@@ -116,6 +116,12 @@ skip() {
 	echo "ok $_kvt_n - $1 # SKIP ${2:-}"
 }
 
+# kvt_sanitizer: why the daemon's RSS says nothing of kvtierfs's memory
+# (a sanitizer's shadow memory and quarantine), or nothing.
+kvt_sanitizer() {
+	grep -qa __asan_init "$KVTIERFS" && echo "AddressSanitizer build"
+}
+
 bail() {
 	echo "Bail out! $*"
 	exit 1

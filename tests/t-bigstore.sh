@@ -58,9 +58,7 @@ ok $? "the lookup rate with $BIG names is that of $SMALL names (>= 0.7 x: $big_r
 ok_cmd "look up every one of the $BIG names" "$MKSTORE" lookup "$MNT" $BIG $BIG
 rss=$(awk '/^VmRSS/ { print $2 }' /proc/"$KVT_PID"/status)
 diag "daemon RSS after looking up all $BIG names: ${rss} KiB"
-# A sanitizer's shadow memory and quarantine say nothing of kvtierfs's.
-sanitized=
-grep -qa __asan_init "$KVTIERFS" && sanitized="AddressSanitizer build"
+sanitized=$(kvt_sanitizer)
 if [ -n "$sanitized" ]; then
 	skip "the daemon's RSS stays below 64 MiB" "$sanitized"
 else

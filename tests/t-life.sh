@@ -16,9 +16,9 @@ export KVTIERFS_BENCH
 kvt_require_root
 [ -x "$KVTIERFS_BENCH" ] || bail "kvtierfs-bench is not built: $KVTIERFS_BENCH"
 if [ "${KVT_STRESS:-0}" = 1 ]; then
-	plan 25
+	plan 26
 else
-	plan 22
+	plan 23
 fi
 kvt_setup
 
@@ -105,9 +105,15 @@ st=$?
 threads=$(ls "/proc/$KVT_PID/task" | wc -l)
 rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$KVT_PID/status")
 limit=$(( (40 << 10) + threads * 1126 + (48 << 10) ))
-[ "$st" = 0 ] && [ "$rss" -le "$limit" ]
-ok $? "mount: 512 stores and loads of 2 MiB by 32 threads: RSS $rss kB <= 40 MiB + 1.1 MiB for each of $threads threads + 48 MiB of pools ($limit kB; exit $st)"
-[ "$st" = 0 ] || diag_file "$T/big.out" 10
+[ "$st" = 0 ]
+ok $? "mount: 512 stores and loads of 2 MiB by 32 threads (exit $st)" || diag_file "$T/big.out" 10
+sanitized=$(kvt_sanitizer)
+if [ -n "$sanitized" ]; then
+	skip "mount: RSS <= 40 MiB + 1.1 MiB a thread + 48 MiB of pools" "$sanitized"
+else
+	[ -n "$rss" ] && [ "$rss" -le "$limit" ]
+	ok $? "mount: RSS $rss kB <= 40 MiB + 1.1 MiB for each of $threads threads + 48 MiB of pools ($limit kB)"
+fi
 kvt_umount
 
 # --- bad usage ------------------------------------------------------------------
@@ -170,10 +176,12 @@ if [ "${KVT_STRESS:-0}" = 1 ]; then
 	# The issue's bound, as t-scale checks it: 64 MiB and the caches the
 	# default options bound (65536 inodes at 1 KiB, 100000 intact objects
 	# at 128 bytes).
+	rss_cap=$((64 + 64 + 12))
+	[ -n "$sanitized" ] && rss_cap=1000000 # $sanitized: not kvtierfs's memory
 	[ "$st" = 0 ] && [ "$(field "$T/long.out" errors)" = 0 ] &&
 		[ "$(field "$T/long.out" wrong)" = 0 ] &&
-		awk -v r="$rss" -v f="$fds" 'BEGIN { exit !(r < 64 + 64 + 12 && f <= 4096) }'
-	ok $? "long life: $(field "$T/long.out" secs) s, $(field "$T/long.out" stored) stored, $(field "$T/long.out" loaded) loaded, 0 errors, 0 wrong; max RSS $rss MiB (< 140), max fds $fds (<= 4096)"
+		awk -v r="$rss" -v c="$rss_cap" -v f="$fds" 'BEGIN { exit !(r < c && f <= 4096) }'
+	ok $? "long life: $(field "$T/long.out" secs) s, $(field "$T/long.out" stored) stored, $(field "$T/long.out" loaded) loaded, 0 errors, 0 wrong; max RSS $rss MiB (${sanitized:-< 140}), max fds $fds (<= 4096)"
 	echo "# stress: rounds=1 blocks=$(( $(field "$T/long.out" stored) + $(field "$T/long.out" loaded) )) wrong_bytes=$(field "$T/long.out" wrong) lost_acked=- leaked=- errors=$(field "$T/long.out" errors)"
 	kvt_umount
 fi
