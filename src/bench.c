@@ -87,6 +87,8 @@ static const char usage_text[] =
 "                       of new blocks in the stream (default: no limit)\n"
 "  --duration SEC       --life: stop after SEC seconds (default 60 unless\n"
 "                       --blocks is given)\n"
+"  --capacity N         --life: keep N blocks, unlinking the least recently\n"
+"                       used, as a server's evictor does (default: all)\n"
 "  --families N         --life: prompt families (default 64)\n"
 "  --zipf S             --life: their popularity ~ 1/rank^S (default 1.0)\n"
 "  --seed N             --life: the stream's seed (default 1)\n"
@@ -487,6 +489,9 @@ static void parse_args(int argc, char **argv)
 		} else if (ARG("--zipf")) {
 			O.lo.zipf = parse_double(a, val, 0, 10);
 			O.life_only = 1;
+		} else if (ARG("--capacity")) {
+			O.lo.capacity = parse_u64(a, val, 1, UINT64_MAX);
+			O.life_only = 1;
 		} else if (ARG("--seed")) {
 			O.lo.seed = parse_u64(a, val, 0, UINT64_MAX);
 			O.life_only = 1;
@@ -508,13 +513,17 @@ static void parse_args(int argc, char **argv)
 	if (!O.dir)
 		usage_error("--dir DIR is required");
 	if (O.life_only && !O.life)
-		usage_error("--duration, --families, --zipf, --seed, --interval, "
-			    "--pid and --json belong to --life");
+		usage_error("--duration, --capacity, --families, --zipf, --seed, "
+			    "--interval, --pid and --json belong to --life");
 	if (O.life) {
 		O.lo.blocks = O.blocks_given ? O.blocks : 0;
 		if (!O.blocks_given && !O.lo.duration)
 			O.lo.duration = 60;
 		O.lo.threads = O.threads;
+		/* room for every block a request may have queued, pinned */
+		if (O.lo.capacity && O.lo.capacity < 64ULL * O.threads)
+			usage_error("--capacity: at least 64 blocks a thread (%llu)",
+				    64ULL * O.threads);
 	}
 	if (!O.life && O.blocks > 1ULL << 32)
 		usage_error("--blocks: at most %llu without --life", 1ULL << 32);

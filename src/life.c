@@ -12,7 +12,9 @@
  * (every byte checked), the rest to a pool of storers (tmp + rename),
  * unless a store of that block is already on its way.  Requests run ahead
  * of their loads and stores by a bounded number of blocks, as a server's
- * scheduler does.
+ * scheduler does.  With --capacity the stream keeps that many blocks and
+ * unlinks the least recently used past it, as a server's evictor keeps
+ * its tier's size.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -76,6 +78,18 @@ static GCond g_drained;         /* a job finished */
 /* Keys queued or being stored (under g_lock): a server stores a block
  * once, not again while its first store is on its way. */
 static GHashTable *g_pending;
+/* --capacity: the blocks kept, least recently used first, under g_lock.  A
+ * block a request found is pinned until its load is done, and is never
+ * the one evicted, so that no load meets its own block's eviction. */
+struct kept {
+	uint64_t key;
+	unsigned pins;
+	GList link;
+};
+static GQueue g_lru = G_QUEUE_INIT;
+static GHashTable *g_kept;
+static struct bio_tally t_evict = { .label = "life evict" };
+static atomic_uint_fast64_t g_evicted;
 
 static void tls_free(gpointer p)
 {
@@ -208,15 +222,83 @@ static void job_done(const uint64_t *stored_key)
 	g_mutex_unlock(&g_lock);
 }
 
+/* Pins @key if it is kept (a use: it goes to the end of the queue). */
+static bool kept_pin(uint64_t key)
+{
+	struct kept *k;
+
+	g_mutex_lock(&g_lock);
+	k = g_hash_table_lookup(g_kept, &key);
+	if (k) {
+		k->pins++;
+		g_queue_unlink(&g_lru, &k->link);
+		g_queue_push_tail_link(&g_lru, &k->link);
+	}
+	g_mutex_unlock(&g_lock);
+	return k != NULL;
+}
+
+static void kept_unpin(uint64_t key)
+{
+	struct kept *k;
+
+	g_mutex_lock(&g_lock);
+	k = g_hash_table_lookup(g_kept, &key);
+	g_assert(k && k->pins);
+	k->pins--;
+	g_mutex_unlock(&g_lock);
+}
+
+/* A store of @key is done (@stored, or skipped as already there): keep
+ * it, and unlink the least recently used unpinned blocks past --capacity.
+ * The unlinks happen under the lock, so that no request finds a block
+ * kept that is on its way out; and a skipped store may have seen a block
+ * this stream evicted since, so that one is kept only if it is there. */
+static void keep(uint64_t key, bool stored)
+{
+	char path[PATH_MAX];
+	struct kept *k;
+
+	bio_block_path(path, sizeof(path), key);
+	g_mutex_lock(&g_lock);
+	if (!g_hash_table_contains(g_kept, &key) && (stored || access(path, F_OK) == 0)) {
+		k = g_new0(struct kept, 1);
+		k->key = key;
+		k->link.data = k;
+		g_hash_table_insert(g_kept, &k->key, k);
+		g_queue_push_tail_link(&g_lru, &k->link);
+	}
+	for (guint turns = g_lru.length; g_hash_table_size(g_kept) > L->capacity && turns;
+	     turns--) {
+		k = g_lru.head->data;
+		g_queue_unlink(&g_lru, &k->link);
+		if (k->pins) {
+			g_queue_push_tail_link(&g_lru, &k->link);
+			continue;
+		}
+		bio_block_path(path, sizeof(path), k->key);
+		if (unlink(path) < 0)
+			bio_fail(&t_evict, path, "unlink: %s", strerror(errno));
+		else
+			atomic_fetch_add(&g_evicted, 1);
+		g_hash_table_remove(g_kept, &k->key);
+	}
+	g_mutex_unlock(&g_lock);
+}
+
+/* data: the key, and whether the lookup pinned it */
 static void load_job(gpointer data, gpointer user)
 {
-	uint64_t key = *(uint64_t *)data;
+	uint64_t key = ((uint64_t *)data)[0];
+	bool pinned = ((uint64_t *)data)[1];
 	char path[PATH_MAX];
 
 	(void)user;
 	g_free(data);
 	bio_block_path(path, sizeof(path), key);
 	bio_load_checked(&t_load, tls_get(false)->load_buf, path, key);
+	if (pinned)
+		kept_unpin(key);
 	job_done(NULL);
 }
 
@@ -225,12 +307,15 @@ static void store_job(gpointer data, gpointer user)
 	uint64_t key = *(uint64_t *)data;
 	struct tls *t = tls_get(true);
 	char path[PATH_MAX], tmp[PATH_MAX + 32];
+	int stored;
 
 	(void)user;
 	bio_block_path(path, sizeof(path), key);
 	snprintf(tmp, sizeof(tmp), "%s_%" PRIu64 ".tmp", path, t->tmp_suffix);
 	bio_fill_block(t->store_buf, key);
-	bio_store(&t_store, t->store_buf, path, tmp);
+	stored = bio_store(&t_store, t->store_buf, path, tmp);
+	if (stored >= 0 && L->capacity)
+		keep(key, stored == 1);
 	job_done(data);         /* the pending set owns data */
 }
 
@@ -302,6 +387,13 @@ static unsigned next_request(struct life *s, uint64_t *chain)
 	return n;
 }
 
+/* Wrong bytes are counted as load errors too. */
+static uint64_t all_errors(void)
+{
+	return atomic_load(&t_lookup.errors) + atomic_load(&t_load.errors) +
+	       atomic_load(&t_store.errors) + atomic_load(&t_evict.errors);
+}
+
 static double secs_since(gint64 t0)
 {
 	return (double)(g_get_monotonic_time() - t0) / 1e6;
@@ -315,8 +407,7 @@ static void report(struct life *s)
 	x.requests = s->requests;
 	x.stored = atomic_load(&t_store.bytes) / BIO.block_size;
 	x.loaded = atomic_load(&t_load.bytes) / BIO.block_size;
-	x.errors = atomic_load(&t_lookup.errors) + atomic_load(&t_load.errors) +
-		   atomic_load(&t_store.errors);
+	x.errors = all_errors();
 	x.wrong = atomic_load(&t_load.wrong);
 	x.p50_us = hist_pct_us(&s->lookup_iv, 50);
 	x.p99_us = hist_pct_us(&s->lookup_iv, 99);
@@ -363,13 +454,15 @@ static void wait_room(struct life *s, uint64_t limit)
 	g_mutex_unlock(&g_lock);
 }
 
-/* Queues a load, or a store unless one of that key is on its way. */
-static void push(struct life *s, GThreadPool *pool, uint64_t key)
+/* Queues a load (of a block @pinned or not), or a store unless one of
+ * that key is on its way. */
+static void push(struct life *s, GThreadPool *pool, uint64_t key, bool pinned)
 {
-	uint64_t *job = g_new(uint64_t, 1);
+	uint64_t *job = g_new(uint64_t, 2);
 	GError *err = NULL;
 
-	*job = key;
+	job[0] = key;
+	job[1] = pinned;
 	wait_room(s, (uint64_t)L->threads * 2 * INFLIGHT_PER_THREAD);
 	g_mutex_lock(&g_lock);
 	if (pool == s->stores) {
@@ -391,6 +484,7 @@ static void push(struct life *s, GThreadPool *pool, uint64_t key)
 static void serve(struct life *s)
 {
 	uint64_t chain[MAX_CHAIN];
+	bool pinned[MAX_CHAIN];
 	char path[PATH_MAX];
 	unsigned n = next_request(s, chain), hits;
 
@@ -398,6 +492,7 @@ static void serve(struct life *s)
 		struct timespec t0, t1;
 		int r, e;
 
+		pinned[hits] = L->capacity && kept_pin(chain[hits]);
 		bio_block_path(path, sizeof(path), chain[hits]);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		r = access(path, F_OK);
@@ -408,14 +503,16 @@ static void serve(struct life *s)
 		if (r < 0) {
 			if (e != ENOENT)
 				bio_fail(&t_lookup, path, "access: %s", strerror(e));
+			if (pinned[hits])
+				kept_unpin(chain[hits]);
 			break;
 		}
 	}
 	s->hits += hits;
 	for (unsigned i = 0; i < hits; i++)
-		push(s, s->loads, chain[i]);
+		push(s, s->loads, chain[i], pinned[i]);
 	for (unsigned i = hits; i < n; i++)
-		push(s, s->stores, chain[i]);
+		push(s, s->stores, chain[i], false);
 	s->requests++;
 }
 
@@ -438,6 +535,7 @@ static void setup(struct life *s)
 		s->zipf_cdf[f] /= sum;
 	s->series = g_array_new(FALSE, TRUE, sizeof(struct sample));
 	g_pending = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	g_kept = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
 	s->loads = g_thread_pool_new(load_job, NULL, (gint)L->threads, TRUE, &err);
 	if (s->loads)
 		s->stores = g_thread_pool_new(store_job, NULL, (gint)L->threads,
@@ -451,8 +549,8 @@ static void summary(struct life *s, double secs)
 	uint64_t stored = atomic_load(&t_store.bytes) / BIO.block_size;
 	uint64_t loaded = atomic_load(&t_load.bytes) / BIO.block_size;
 	uint64_t hits = s->hits;
-	uint64_t errors = atomic_load(&t_lookup.errors) +
-			  atomic_load(&t_load.errors) + atomic_load(&t_store.errors);
+	uint64_t errors = all_errors();
+	uint64_t evicted = atomic_load(&g_evicted);
 	double store_gbs = (double)stored * (double)BIO.block_size / secs / 1e9;
 	double load_gbs = (double)loaded * (double)BIO.block_size / secs / 1e9;
 	double req_s = (double)s->requests / secs;
@@ -463,13 +561,13 @@ static void summary(struct life *s, double secs)
 		       PRIu64 " loaded=%" PRIu64 " store_GB/s=%.3f "
 		       "load_GB/s=%.3f lookup_p50_us=%.1f lookup_p99_us=%.1f "
 		       "lookup_max_us=%.1f errors=%" PRIu64 " wrong=%" PRIu64
-		       " max_rss_MiB=%.1f max_fds=%ld\n", secs, s->requests,
-		       req_s, s->lookup.n, hits, stored,
+		       " max_rss_MiB=%.1f max_fds=%ld evicted=%" PRIu64 "\n", secs,
+		       s->requests, req_s, s->lookup.n, hits, stored,
 		       (uint64_t)atomic_load(&t_store.skipped), loaded,
 		       store_gbs, load_gbs, hist_pct_us(&s->lookup, 50),
 		       hist_pct_us(&s->lookup, 99), (double)s->lookup.max / 1e3,
 		       errors, (uint64_t)atomic_load(&t_load.wrong), s->max_rss,
-		       s->max_fds);
+		       s->max_fds, evicted);
 		return;
 	}
 	printf("{\"block_size\": %zu, \"threads\": %u, \"families\": %u, "
@@ -481,13 +579,15 @@ static void summary(struct life *s, double secs)
 	       "\"load_GB_per_s\": %.3f, \"lookup_p50_us\": %.1f, "
 	       "\"lookup_p99_us\": %.1f, \"lookup_max_us\": %.1f, "
 	       "\"errors\": %" PRIu64 ", \"wrong\": %" PRIu64 ", "
-	       "\"max_rss_MiB\": %.1f, \"max_fds\": %ld},\n \"series\": [",
+	       "\"max_rss_MiB\": %.1f, \"max_fds\": %ld, \"evicted\": %" PRIu64
+	       "},\n \"series\": [",
 	       BIO.block_size, L->threads, L->families, L->seed, secs,
 	       s->requests, req_s, s->lookup.n, hits, stored,
 	       (uint64_t)atomic_load(&t_store.skipped), loaded, store_gbs,
 	       load_gbs, hist_pct_us(&s->lookup, 50),
 	       hist_pct_us(&s->lookup, 99), (double)s->lookup.max / 1e3, errors,
-	       (uint64_t)atomic_load(&t_load.wrong), s->max_rss, s->max_fds);
+	       (uint64_t)atomic_load(&t_load.wrong), s->max_rss, s->max_fds,
+	       evicted);
 	for (guint i = 0; i < s->series->len; i++) {
 		const struct sample *x = &g_array_index(s->series, struct sample, i);
 
@@ -531,9 +631,10 @@ uint64_t life_run(const struct life_opts *o)
 	fflush(stdout);
 	g_array_free(s.series, TRUE);
 	g_hash_table_destroy(g_pending);
+	g_queue_init(&g_lru);
+	g_hash_table_destroy(g_kept);
 	g_free(s.fam);
 	g_free(s.zipf_cdf);
 	g_rand_free(s.rand);
-	return atomic_load(&t_lookup.errors) + atomic_load(&t_load.errors) +
-	       atomic_load(&t_store.errors);
+	return all_errors();
 }

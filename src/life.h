@@ -6,6 +6,7 @@
 
 struct life_opts {
 	uint64_t blocks;       /* stop once the stream made this many new blocks; 0: no limit */
+	uint64_t capacity;     /* blocks kept, the least recently used evicted; 0: all */
 	double duration;       /* stop after this many seconds; 0: no limit */
 	unsigned families;     /* prompt families */
 	double zipf;           /* their popularity: P(rank k) ~ 1 / k^zipf */

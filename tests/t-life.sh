@@ -2,12 +2,14 @@
 # kvtierfs-bench --life and scripts/bench --life, short: the summary and
 # progress lines, --json, the same stream for the same seed, a damaged
 # block found by the byte check, the daemon's RSS and fds sampled and
-# bounded, and a minute of scripts/bench --life (plain and mount, table,
+# bounded, an evictor (--capacity) unlinking through the mount while the
+# stream runs, and a minute of scripts/bench --life (plain and mount, table,
 # plot) with zero errors and zero wrong bytes.  Under KVT_STRESS=1
 # (scripts/stress), three more points: a mount, a long life on it
-# (KVT_LIFE_SECS, default 3600 s, or KVT_LIFE_BLOCKS stores of 16 KiB,
-# default 300000, whichever comes first: the blocks, after about 4
-# minutes here), 0 errors, 0 wrong bytes, RSS and fds bounded; the unmount.
+# (KVT_LIFE_SECS, default 3600 s, of 16 KiB blocks, the least recently
+# used past KVT_LIFE_CAPACITY, default 200000, evicted so that the disk
+# use stays bounded; KVT_LIFE_BLOCKS new blocks end it sooner), 0 errors,
+# 0 wrong bytes, RSS and fds bounded; the unmount.
 . "$(dirname "$0")/lib.sh"
 
 : "${KVTIERFS_BENCH:=$top_builddir/src/kvtierfs-bench}"
@@ -16,9 +18,9 @@ export KVTIERFS_BENCH
 kvt_require_root
 [ -x "$KVTIERFS_BENCH" ] || bail "kvtierfs-bench is not built: $KVTIERFS_BENCH"
 if [ "${KVT_STRESS:-0}" = 1 ]; then
-	plan 26
+	plan 27
 else
-	plan 23
+	plan 24
 fi
 kvt_setup
 
@@ -95,6 +97,19 @@ awk -v r="$rss" -v f="$fds" 'BEGIN { exit !(r > 1 && r < 64 && f > 3 && f <= 409
 ok $? "mount: the daemon's RSS and fds sampled and bounded (max RSS $rss MiB, max fds $fds)"
 grep -Eq '^progress: .* rss_MiB=[0-9]+\.[0-9] fds=[0-9]+$' "$T/m.out"
 ok $? "mount: progress lines carry the daemon's RSS and fds"
+
+# An evictor in the stream: the least recently used blocks past 256 are
+# unlinked through the mount while the requests look up, load and store.
+kvt_run mkdir "$MNT/cap"
+life "$T/mc.out" --dir "$MNT/cap" "${SMALL[@]}" --blocks 2000 --capacity 256 --seed 5
+st=$?
+kept=$(find "$MNT/cap" -name '*.bin' | wc -l)
+lower=$(find "$LOWER/names/cap" -name '*.bin' | wc -l)
+ev=$(field "$T/mc.out" evicted)
+[ "$st" = 0 ] && [ "$(field "$T/mc.out" errors)" = 0 ] && [ "$(field "$T/mc.out" wrong)" = 0 ] &&
+	[ "${ev:-0}" -gt 1000 ] && [ "$kept" -le 256 ] && [ "$kept" -gt 0 ] && [ "$lower" = "$kept" ]
+ok $? "mount: --capacity 256: $ev blocks evicted, $kept kept (the lower store: $lower), 0 errors, 0 wrong (exit $st)" ||
+	diag_file "$T/mc.out.err" 10
 # Large writes and hashes by many threads: the daemon's buffers for them
 # are lent from pools that keep 32 and 16 MiB, not kept per thread
 # (libfuse's own request buffer, up to 1 MiB, stays with each of its
@@ -167,7 +182,8 @@ if [ "${KVT_STRESS:-0}" = 1 ]; then
 	kvt_mount
 	KVT_CMD_TIMEOUT=$(( ${KVT_LIFE_SECS:-3600} + 600 ))
 	life "$T/long.out" --dir "$MNT" --block-size 16K --threads 16 --interval 60 \
-		--duration "${KVT_LIFE_SECS:-3600}" --blocks "${KVT_LIFE_BLOCKS:-300000}" --pid "$KVT_PID"
+		--duration "${KVT_LIFE_SECS:-3600}" --capacity "${KVT_LIFE_CAPACITY:-200000}" \
+		${KVT_LIFE_BLOCKS:+--blocks "$KVT_LIFE_BLOCKS"} --pid "$KVT_PID"
 	st=$?
 	sed 's/^/#   /' "$T/long.out"
 	[ "$st" = 0 ] || diag_file "$T/long.out.err" 10
@@ -181,7 +197,7 @@ if [ "${KVT_STRESS:-0}" = 1 ]; then
 	[ "$st" = 0 ] && [ "$(field "$T/long.out" errors)" = 0 ] &&
 		[ "$(field "$T/long.out" wrong)" = 0 ] &&
 		awk -v r="$rss" -v c="$rss_cap" -v f="$fds" 'BEGIN { exit !(r < c && f <= 4096) }'
-	ok $? "long life: $(field "$T/long.out" secs) s, $(field "$T/long.out" stored) stored, $(field "$T/long.out" loaded) loaded, 0 errors, 0 wrong; max RSS $rss MiB (${sanitized:-< 140}), max fds $fds (<= 4096)"
+	ok $? "long life: $(field "$T/long.out" secs) s, $(field "$T/long.out" stored) stored, $(field "$T/long.out" loaded) loaded, $(field "$T/long.out" evicted) evicted, 0 errors, 0 wrong; max RSS $rss MiB (${sanitized:-< 140}), max fds $fds (<= 4096)"
 	echo "# stress: rounds=1 blocks=$(( $(field "$T/long.out" stored) + $(field "$T/long.out" loaded) )) wrong_bytes=$(field "$T/long.out" wrong) lost_acked=- leaked=- errors=$(field "$T/long.out" errors)"
 	kvt_umount
 fi
