@@ -164,10 +164,44 @@ static void unref_not_last(struct kvt_inode *ino)
 	g_assert(was > 1);
 }
 
+/* "dir/name" from the root, for messages; the tree is not changing. */
+static char *path_of(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	GPtrArray *names = g_ptr_array_new();
+	GString *path = g_string_new(NULL);
+
+	for (; ino && ino != fs->root; ino = ino->parent)
+		g_ptr_array_add(names, ino->unlinked ? "(unlinked)" : ino->name);
+	for (guint i = names->len; i > 0; i--)
+		g_string_append_printf(path, "%s%s", path->len ? "/" : "",
+				       (char *)names->pdata[i - 1]);
+	g_ptr_array_free(names, TRUE);
+	return g_string_free(path, FALSE);
+}
+
+/* Nothing unpublished survives the mount (design invariant): each file
+ * dropped so gets a line, so that an operator knows what a stop cost. */
+static void log_dropped(struct kvt_fs *fs)
+{
+	for (GList *l = fs->live_inodes.head; l; l = l->next) {
+		struct kvt_inode *ino = l->data;
+		g_autofree char *path = NULL;
+
+		if (ino->is_dir || !ino->stage ||
+		    kvt_stage_state(ino->stage) == KVT_STAGE_PUBLISHED)
+			continue;
+		path = path_of(fs, ino);
+		g_message("unmount: dropped %s, never published (%" G_GUINT64_FORMAT
+			  " bytes written, %d writer(s) open)",
+			  path, kvt_stage_size(ino->stage), ino->writers);
+	}
+}
+
 void kvt_inodes_free_all(struct kvt_fs *fs)
 {
 	GList *l;
 
+	log_dropped(fs);
 	while ((l = g_queue_peek_head_link(&fs->live_inodes)))
 		inode_free(fs, l->data);
 	fs->root = NULL;

@@ -1,5 +1,34 @@
-/* Logging: glib's logger with one "kvtierfs: " line per message on stderr. */
+/* Logging: glib's structured logging, one line per event, to stderr in
+ * the foreground, to the journal (or syslog) once daemonized, or to a
+ * file the operator names. */
 #pragma once
 #include <glib.h>
+#include <stdbool.h>
 
-void kvt_log_init(gboolean debug);
+/* Most to least severe; -o log_level= takes these words. */
+enum kvt_log_level {
+	KVT_LOG_ERROR,
+	KVT_LOG_WARNING,
+	KVT_LOG_NOTICE,		/* g_message: mount, unmount, purges */
+	KVT_LOG_INFO,
+	KVT_LOG_DEBUG,		/* also names the paths of every change */
+};
+
+/* Lines up to @level go to stderr (the default before anything else is
+ * set, and what the unit tests get). */
+void kvt_log_init(enum kvt_log_level level);
+
+/* Lines go to the journal when it is there, else to syslog: the daemon
+ * has left its terminal. */
+void kvt_log_to_system(void);
+
+/* Lines go to @path (appended); false with @error when it cannot be
+ * opened. */
+bool kvt_log_to_file(const char *path, GError **error);
+
+/* Opens the log file again (a rotated file is left to its new name), or
+ * reconnects to syslog.  Called on SIGHUP. */
+void kvt_log_reopen(void);
+
+/* Debug lines are wanted: worth building a path for. */
+bool kvt_log_debug_on(void);

@@ -4,12 +4,16 @@
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include "fault.h"
 #include "fs.h"
@@ -166,6 +170,108 @@ static void log_faults(void)
 		g_message("fault injection: %s", *l);
 }
 
+/* libfuse's own messages ("fuse: ...", and -d's request trace) go where
+ * kvtierfs's go: once daemonized, stderr is /dev/null.  libfuse writes
+ * some lines in pieces: each thread's pieces wait for their newline. */
+static void free_pending(gpointer s)
+{
+	g_string_free(s, TRUE);
+}
+
+static GPrivate fuse_log_pending = G_PRIVATE_INIT(free_pending);
+
+static void fuse_log_to_glib(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	GString *pending = g_private_get(&fuse_log_pending);
+	GLogLevelFlags flags;
+	char *nl;
+
+	if (!pending) {
+		pending = g_string_new(NULL);
+		g_private_set(&fuse_log_pending, pending);
+	}
+	g_string_append_vprintf(pending, fmt, ap);
+	if (level <= FUSE_LOG_ERR)
+		flags = G_LOG_LEVEL_CRITICAL;
+	else if (level == FUSE_LOG_WARNING)
+		flags = G_LOG_LEVEL_WARNING;
+	else if (level <= FUSE_LOG_NOTICE)
+		flags = G_LOG_LEVEL_MESSAGE;
+	else if (level == FUSE_LOG_INFO)
+		flags = G_LOG_LEVEL_INFO;
+	else
+		flags = G_LOG_LEVEL_DEBUG;
+	while ((nl = memchr(pending->str, '\n', pending->len))) {
+		size_t n = (size_t)(nl - pending->str);
+
+		if (n)
+			g_log("fuse", flags, "%.*s", (int)n, pending->str);
+		g_string_erase(pending, 0, (gssize)n + 1);
+	}
+}
+
+/* SIGHUP reopens the log instead of stopping the mount: it is blocked in
+ * every thread (from the start of main, so that every thread inherits
+ * the mask) and taken here. */
+struct hup_thread {
+	pthread_t thread;
+	bool running;
+	gint stop;
+};
+
+static void *take_hups(void *data)
+{
+	struct hup_thread *h = data;
+	sigset_t set;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	while (sigwait(&set, &sig) == 0 && !g_atomic_int_get(&h->stop))
+		kvt_log_reopen();
+	return NULL;
+}
+
+static void block_hup(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+static void hup_thread_start(struct hup_thread *h)
+{
+	h->running = pthread_create(&h->thread, NULL, take_hups, h) == 0;
+	if (!h->running)
+		g_warning("SIGHUP will not reopen the log: no thread to take it");
+}
+
+static void hup_thread_stop(struct hup_thread *h)
+{
+	if (!h->running)
+		return;
+	g_atomic_int_set(&h->stop, 1);
+	pthread_kill(h->thread, SIGHUP);
+	pthread_join(h->thread, NULL);
+	h->running = false;
+}
+
+/* systemd's Type=notify: READY once the mount serves, STOPPING when it
+ * stops.  Without NOTIFY_SOCKET in the environment it does nothing. */
+static void notify_systemd(const char *state)
+{
+#ifdef HAVE_LIBSYSTEMD
+	int ret = sd_notify(0, state);
+
+	if (ret < 0)
+		g_warning("sd_notify: %s", g_strerror(-ret));
+#else
+	(void)state;
+#endif
+}
+
 /* The mount's state from its options and its open store. */
 static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_store *store)
 {
@@ -207,12 +313,16 @@ static void fs_fini(struct kvt_fs *fs)
 	g_mutex_clear(&fs->tree_lock);
 }
 
-/* Mounts, says ready, serves until unmounted; the exit status. */
-static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt)
+/* Mounts, says ready, serves until unmounted or stopped by SIGTERM or
+ * SIGINT; the exit status. */
+static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt,
+		 const char *lower)
 {
 	struct kvt_reclaimer *reclaimer = NULL;
 	struct kvt_share_watch *share = NULL;
+	struct hup_thread hup = { 0 };
 	struct fuse_loop_config *loop;
+	g_autofree char *opts = NULL;
 	int ret;
 
 	if (fuse_set_signal_handlers(fs->se)) {
@@ -233,6 +343,11 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 		fuse_remove_signal_handlers(fs->se);
 		return 1;
 	}
+	if (!o->foreground && !o->log_file)
+		kvt_log_to_system();
+	hup_thread_start(&hup);
+	opts = kvt_options_describe(o);
+	g_message("mounted %s on %s, pid %d (%s)", lower, mnt, (int)getpid(), opts);
 	if (o->ready_fd >= 0) {
 		g_autofree char *line = g_strdup_printf("ready %d\n", getpid());
 
@@ -252,6 +367,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 		reclaimer = kvt_reclaimer_new(fs->store, &ro);
 		kvt_reclaimer_start(reclaimer, o->reclaim_interval);
 	}
+	notify_systemd("READY=1\nSTATUS=serving");
 
 	/* libfuse 3.14 keeps idle threads by default (max_idle_threads -1):
 	 * creating them per request would burn CPU. */
@@ -261,13 +377,40 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 		fuse_loop_cfg_set_idle_threads(loop, (unsigned)o->max_idle_threads);
 	ret = fuse_session_loop_mt(fs->se, loop);
 	fuse_loop_cfg_destroy(loop);
+	/* libfuse's signal handler leaves the signal's number: a stop asked
+	 * for, not a failure. */
+	if (ret == SIGTERM || ret == SIGINT) {
+		g_message("stopping on %s", ret == SIGTERM ? "SIGTERM" : "SIGINT");
+		ret = 0;
+	} else if (ret) {
+		g_warning("stopping: %s", g_strerror(ret < 0 ? -ret : ret));
+	}
+	notify_systemd("STOPPING=1");
 	kvt_reclaimer_free(reclaimer);
 	kvt_share_watch_stop(share);
 	/* What is still queued for the kernel goes before it is gone. */
 	kvt_notifier_free(g_steal_pointer(&fs->notifier));
 	fuse_session_unmount(fs->se);
 	fuse_remove_signal_handlers(fs->se);
+	g_message("unmounted %s", mnt);
+	hup_thread_stop(&hup);
 	return ret ? 1 : 0;
+}
+
+/* The source column of the mount table (df, findmnt): the store, unless
+ * fsname= says otherwise (a later option wins). */
+static int add_fsname(struct fuse_args *args, const char *lower)
+{
+	g_autofree char *opt = NULL;
+	char *escaped = NULL;
+	int ret;
+
+	if (fuse_opt_add_opt_escaped(&escaped, lower))
+		return -1;
+	opt = g_strdup_printf("-ofsname=%s", escaped);
+	free(escaped);
+	ret = fuse_opt_insert_arg(args, 1, opt);
+	return ret;
 }
 
 int main(int argc, char **argv)
@@ -284,7 +427,9 @@ int main(int argc, char **argv)
 	 * malloc: glibc would otherwise raise this threshold at their first
 	 * free and keep every later one in its arenas. */
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
-	kvt_log_init(FALSE);
+	block_hup();
+	kvt_log_init(KVT_LOG_INFO);
+	fuse_set_log_func(fuse_log_to_glib);
 	if (kvt_options_parse(argc, argv, &o))
 		goto out;
 	if (o.version)
@@ -299,7 +444,17 @@ int main(int argc, char **argv)
 	 * reply of object bytes zero-copy.  First, as the default it is. */
 	if (fuse_opt_insert_arg(&o.fuse_args, 1, "-omax_read=" G_STRINGIFY(KVT_MAX_READ)))
 		goto out;
-	kvt_log_init(o.debug);
+	kvt_log_init(o.log_level);
+	if (o.log_file) {
+		/* Absolute: the daemon leaves its directory for / and SIGHUP
+		 * opens the file again. */
+		g_autofree char *path = g_canonicalize_filename(o.log_file, NULL);
+
+		if (!kvt_log_to_file(path, &err)) {
+			say("-o %s", err->message);
+			goto out;
+		}
+	}
 	if (!kvt_faults_init(g_getenv("KVT_FAULTS"), &err)) {
 		say("KVT_FAULTS: %s", err->message);
 		goto out;
@@ -311,6 +466,8 @@ int main(int argc, char **argv)
 	mnt = check_mountpoint(o.mountpoint);
 	lower = mnt ? check_lowerdir(o.lowerdir, mnt) : NULL;
 	if (!lower)
+		goto out;
+	if (add_fsname(&o.fuse_args, lower))
 		goto out;
 	fs.se = fuse_session_new(&o.fuse_args, &kvt_fuse_ops, sizeof(kvt_fuse_ops), &fs);
 	if (!fs.se)
@@ -330,7 +487,7 @@ int main(int argc, char **argv)
 	umask(0);
 	raise_nofile();
 	load_unwinder();
-	ret = serve(&fs, &o, mnt);
+	ret = serve(&fs, &o, mnt, lower);
 	/* The session's destroy frees what the kernel left, then the rest. */
 	fuse_session_destroy(g_steal_pointer(&fs.se));
 	fs_fini(&fs);

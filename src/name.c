@@ -9,6 +9,7 @@
 
 #include "fault.h"
 #include "io.h"
+#include "log.h"
 #include "object.h"
 #include "store-int.h"
 
@@ -351,10 +352,25 @@ int kvt_name_take(struct kvt_store *s, struct kvt_dir *d, const char *name,
 	return ret;
 }
 
+char *kvt_name_path(struct kvt_store *s, struct kvt_dir *d, const char *name)
+{
+	g_autofree char *dir = kvt_dir_path_below(d, kvt_store_names(s));
+
+	if (!dir)
+		return g_strdup_printf("(moved)/%s", name);
+	return dir[0] ? g_strdup_printf("%s/%s", dir, name) : g_strdup(name);
+}
+
 int kvt_name_remove(struct kvt_store *s, struct kvt_dir *d, const char *name)
 {
 	struct kvt_record old;
 	int ret = kvt_name_take(s, d, name, &old);
+
+	if (ret == 0 && kvt_log_debug_on()) {
+		g_autofree char *path = kvt_name_path(s, d, name);
+
+		g_debug("removed %s", path);
+	}
 
 	if (ret == 0 && old.ref[0])
 		kvt_object_release(s, &old);
@@ -424,6 +440,12 @@ int kvt_name_rename(struct kvt_store *s, struct kvt_dir *from, const char *fname
 		return ret;
 	ret = rename_marked(s, from, fname, to, tname, flags, replaced);
 	kvt_store_move_end(s, marker);
+	if (ret == 0 && kvt_log_debug_on()) {
+		g_autofree char *src = kvt_name_path(s, from, fname);
+		g_autofree char *dst = kvt_name_path(s, to, tname);
+
+		g_debug("renamed %s to %s", src, dst);
+	}
 	return ret;
 }
 

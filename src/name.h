@@ -78,6 +78,9 @@ int kvt_name_take(struct kvt_store *s, struct kvt_dir *d, const char *name,
 /* Unlink: kvt_name_take, and its object released. */
 int kvt_name_remove(struct kvt_store *s, struct kvt_dir *d, const char *name);
 
+/* "dir/name" below the names' root, for messages; g_free() it. */
+char *kvt_name_path(struct kvt_store *s, struct kvt_dir *d, const char *name);
+
 /* rename(2) of a published name or a directory, with @flags (0,
  * RENAME_NOREPLACE, RENAME_EXCHANGE), marked in moves/ while it lasts
  * (reclaim.c).  A directory follows rename(2)'s rules.  A record that a

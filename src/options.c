@@ -13,6 +13,7 @@
 
 #include <glib.h>
 
+#include "log.h"
 #include "options.h"
 
 /* The -o options that take a value, in the man page's order; they index
@@ -34,6 +35,8 @@ enum value_key {
 	KEY_SYNC,
 	KEY_RECLAIM,
 	KEY_RECLAIM_INTERVAL,
+	KEY_LOG_LEVEL,
+	KEY_LOG_FILE,
 	N_VALUE_KEYS
 };
 
@@ -43,6 +46,8 @@ enum value_kind {
 	WORD,		/* words[0] or words[1], into a bool: true for words[1] */
 	FLAG,		/* the bare name, into a bool: true */
 	TEXT,		/* text without '/', into a malloc'd char * */
+	CHOICE,		/* one of choices[], into an int: its index */
+	PATH,		/* a file's path, into a malloc'd char * */
 };
 
 struct value_opt {
@@ -54,6 +59,7 @@ struct value_opt {
 	const char *dflt_text;	/* TEXT's default; else --help's word for a
 				 * dflt outside [min, max] */
 	const char *words[2];	/* WORD */
+	const char *const *choices; /* CHOICE: NULL-terminated */
 	const char *what;	/* what the error says it expects, if not the
 				 * range */
 	const char *metavar;	/* --help: "-o name=metavar" */
@@ -61,6 +67,11 @@ struct value_opt {
 };
 
 #define FIELD(f) offsetof(struct kvt_options, f)
+
+/* In the order of enum kvt_log_level. */
+static const char *const log_levels[] = {
+	"error", "warning", "notice", "info", "debug", NULL
+};
 
 static const struct value_opt value_opts[N_VALUE_KEYS] = {
 	[KEY_READY_FD] = {
@@ -133,6 +144,16 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		"reclaim_interval", SECONDS, FIELD(reclaim_interval), 0, 86400, 60,
 		.metavar = "SEC", .help = "seconds between reclamation passes",
 	},
+	[KEY_LOG_LEVEL] = {
+		"log_level", CHOICE, FIELD(log_level), .dflt = KVT_LOG_INFO,
+		.choices = log_levels,
+		.help = "the least severe messages logged",
+	},
+	[KEY_LOG_FILE] = {
+		"log_file", PATH, FIELD(log_file), .dflt_text = "stderr, or the system log once daemonized",
+		.what = "a file's path", .metavar = "FILE",
+		.help = "append log lines to FILE (SIGHUP reopens it)",
+	},
 };
 
 /* Both "name=value" and a bare "name" reach the processing function, so
@@ -165,6 +186,8 @@ static const struct fuse_opt kvt_opts[] = {
 	VALUE("sync", KEY_SYNC),
 	VALUE("reclaim", KEY_RECLAIM),
 	VALUE("reclaim_interval", KEY_RECLAIM_INTERVAL),
+	VALUE("log_level", KEY_LOG_LEVEL),
+	VALUE("log_file", KEY_LOG_FILE),
 	/* libfuse's: noted, and kept for it */
 	SWITCH("allow_other", allow_other),
 	FUSE_OPT_KEY("allow_other", FUSE_OPT_KEY_KEEP),
@@ -248,8 +271,14 @@ static char *expects(const struct value_opt *v)
 		return g_strdup_printf("seconds from %g to %g", v->min, v->max);
 	case WORD:
 		return g_strdup_printf("'%s' or '%s'", v->words[0], v->words[1]);
+	case CHOICE: {
+		g_autofree char *list = g_strjoinv("|", (char **)v->choices);
+
+		return g_strdup_printf("one of %s", list);
+	}
 	case FLAG:
 	case TEXT:
+	case PATH:
 		break;
 	}
 	return g_strdup("a value");
@@ -278,6 +307,22 @@ static void set_value(struct parse *p, const struct value_opt *v, const char *ar
 				*(bool *)field = i;
 				return;
 			}
+		}
+		break;
+	case CHOICE:
+		for (int i = 0; val && v->choices[i]; i++) {
+			if (!strcmp(val, v->choices[i])) {
+				*(int *)field = i;
+				return;
+			}
+		}
+		break;
+	case PATH:
+		/* a name ending in '/' is a directory's */
+		if (val && *val && !g_str_has_suffix(val, "/")) {
+			free(*(char **)field);
+			*(char **)field = strdup(val);
+			return;
 		}
 		break;
 	case FLAG:
@@ -352,12 +397,17 @@ static void help_value(const struct value_opt *v)
 	g_autofree char *range = NULL;
 	g_autofree char *dflt = NULL;
 
-	if (v->kind == WORD)
+	if (v->kind == WORD) {
 		opt = g_strdup_printf("-o %s=%s|%s", v->name, v->words[0], v->words[1]);
-	else if (v->kind == FLAG)
+	} else if (v->kind == CHOICE) {
+		g_autofree char *list = g_strjoinv("|", (char **)v->choices);
+
+		opt = g_strdup_printf("-o %s=%s", v->name, list);
+	} else if (v->kind == FLAG) {
 		opt = g_strdup_printf("-o %s", v->name);
-	else
+	} else {
 		opt = g_strdup_printf("-o %s=%s", v->name, v->metavar);
+	}
 	switch (v->kind) {
 	case COUNT:
 	case SECONDS:
@@ -375,8 +425,12 @@ static void help_value(const struct value_opt *v)
 	case WORD:
 		dflt = g_strdup(v->words[(int)v->dflt]);
 		break;
+	case CHOICE:
+		dflt = g_strdup(v->choices[(int)v->dflt]);
+		break;
 	case FLAG:
 	case TEXT:
+	case PATH:
 		dflt = g_strdup(v->dflt_text);
 		break;
 	}
@@ -405,7 +459,7 @@ static void print_help(void)
 	help_line("-o allow_other", "let other users in, with kernel permission checks");
 	help_line("-o allow_root", "let root in too");
 	help_line("-o auto_unmount", "unmount when the daemon dies");
-	help_line("-o fsname=NAME", "source in the mount table (default kvtierfs)");
+	help_line("-o fsname=NAME", "source in the mount table (default LOWERDIR's path)");
 	help_line("-o ro", "read-only mount");
 }
 
@@ -426,8 +480,14 @@ static void set_defaults(struct kvt_options *o)
 		case FLAG:
 			*(bool *)field = v->dflt != 0;
 			break;
+		case CHOICE:
+			*(int *)field = (int)v->dflt;
+			break;
 		case TEXT:
 			*(char **)field = strdup(v->dflt_text);
+			break;
+		case PATH:
+			*(char **)field = NULL;
 			break;
 		}
 	}
@@ -469,10 +529,12 @@ int kvt_options_parse(int argc, char **argv, struct kvt_options *o)
 	}
 
 	/* -d: the foreground, and libfuse's request trace (below) */
-	if (p.o.debug)
+	if (p.o.debug) {
 		p.o.foreground = 1;
-	/* First, so that the user's fsname= or subtype= wins. */
-	if (fuse_opt_insert_arg(&p.o.fuse_args, 1, "-osubtype=kvtierfs,fsname=kvtierfs"))
+		p.o.log_level = KVT_LOG_DEBUG;
+	}
+	/* First, so that the user's subtype= wins (fsname: main.c). */
+	if (fuse_opt_insert_arg(&p.o.fuse_args, 1, "-osubtype=kvtierfs"))
 		goto out;
 	/* Without allow_other only the mounting user reaches the files, and
 	 * the kernel's own permission checks would cost a round trip to the
@@ -489,9 +551,61 @@ out:
 	return ret;
 }
 
+char *kvt_options_describe(const struct kvt_options *o)
+{
+	GString *out = g_string_new(NULL);
+
+	for (int k = 0; k < N_VALUE_KEYS; k++) {
+		const struct value_opt *v = &value_opts[k];
+		const void *field = (const char *)o + v->offset;
+		double x;
+
+		switch (v->kind) {
+		case COUNT:
+			if (*(const int *)field < v->min) /* "none", "all" */
+				g_string_append_printf(out, ",%s=%s", v->name, v->dflt_text);
+			else
+				g_string_append_printf(out, ",%s=%d", v->name,
+						       *(const int *)field);
+			break;
+		case SECONDS:
+			x = *(const double *)field;
+			if (x < 0) /* by sharing: share.h */
+				g_string_append_printf(out, ",%s=auto", v->name);
+			else
+				g_string_append_printf(out, ",%s=%g", v->name, x);
+			break;
+		case WORD:
+			g_string_append_printf(out, ",%s=%s", v->name,
+					       v->words[*(const bool *)field]);
+			break;
+		case FLAG:
+			if (*(const bool *)field)
+				g_string_append_printf(out, ",%s", v->name);
+			break;
+		case CHOICE:
+			g_string_append_printf(out, ",%s=%s", v->name,
+					       v->choices[*(const int *)field]);
+			break;
+		case TEXT:
+		case PATH:
+			if (*(char *const *)field)
+				g_string_append_printf(out, ",%s=%s", v->name,
+						       *(char *const *)field);
+			break;
+		}
+	}
+	if (o->allow_other)
+		g_string_append(out, ",allow_other");
+	if (out->len) /* the first one's comma */
+		g_string_erase(out, 0, 1);
+	return g_string_free(out, FALSE);
+}
+
 void kvt_options_free(struct kvt_options *o)
 {
 	free(o->tmp_suffix);
+	free(o->log_file);
 	free(o->lowerdir);
 	free(o->mountpoint);
 	fuse_opt_free_args(&o->fuse_args);

@@ -29,6 +29,8 @@ struct kvt_options {
 	bool sync;		/* sync: publications durable at once */
 	int reclaim;		/* lower entries a second; 0: off */
 	double reclaim_interval;
+	int log_level;		/* enum kvt_log_level; -d: debug */
+	char *log_file;		/* NULL: stderr, or the system log */
 
 	char *lowerdir;
 	char *mountpoint;
@@ -46,3 +48,7 @@ struct kvt_options {
  */
 int kvt_options_parse(int argc, char **argv, struct kvt_options *o);
 void kvt_options_free(struct kvt_options *o);
+
+/* kvtierfs's options as they are in effect, "name=value,...", for the
+ * mount's log line; g_free() it. */
+char *kvt_options_describe(const struct kvt_options *o);

@@ -88,7 +88,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "object.h"
+#include "name.h"
 #include "store-int.h"
 
 void kvt_published_clear(struct kvt_published *p)
@@ -168,6 +170,13 @@ int kvt_store_publish(struct kvt_store *s, struct kvt_stage *st, struct kvt_dir 
 		memset(&out->rec_st, 0, sizeof(out->rec_st));
 	if (kvt_object_stat(s, &out->rec, &out->obj_st) < 0)
 		memset(&out->obj_st, 0, sizeof(out->obj_st));
+	if (kvt_log_debug_on()) {
+		g_autofree char *path = kvt_name_path(s, d, name);
+		g_autofree char *obj = kvt_object_path(&out->rec);
+
+		g_debug("published %s: %" G_GUINT64_FORMAT " bytes, %s%s", path, size, obj,
+			out->dedup ? " (already stored)" : "");
+	}
 	return 0;
 reopen:
 	kvt_stage_unseal(st);

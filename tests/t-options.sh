@@ -114,9 +114,9 @@ kvt_umount
 kvt_mount
 opts=$(mount_opts)
 src=$(mount_source)
-[ "$src" = kvtierfs ] && [[ ",$opts," != *,default_permissions,* ]] &&
+[ "$src" = "$(readlink -f "$LOWER")" ] && [[ ",$opts," != *,default_permissions,* ]] &&
 	[[ ",$opts," == *,max_read=1032192,* ]]
-ok $? "by default: source kvtierfs, no default_permissions ($opts)"
+ok $? "by default: the store's path as the source ($src), no default_permissions ($opts)"
 kvt_umount
 
 # auto_unmount: libfuse mounts through fusermount3, which stays and

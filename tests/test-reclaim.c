@@ -363,7 +363,7 @@ int main(void)
 	struct kvt_store *a = NULL;
 	bool good;
 
-	kvt_log_init(FALSE);
+	kvt_log_init(KVT_LOG_INFO);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("1..31\n");
 
