@@ -4,16 +4,12 @@
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#ifdef HAVE_LIBSYSTEMD
-#include <systemd/sd-daemon.h>
-#endif
 
 #include "fault.h"
 #include "fs.h"
@@ -23,6 +19,7 @@
 #include "options.h"
 #include "receive.h"
 #include "reclaim.h"
+#include "service.h"
 #include "share.h"
 #include "stage.h"
 #include "store.h"
@@ -170,108 +167,6 @@ static void log_faults(void)
 		g_message("fault injection: %s", *l);
 }
 
-/* libfuse's own messages ("fuse: ...", and -d's request trace) go where
- * kvtierfs's go: once daemonized, stderr is /dev/null.  libfuse writes
- * some lines in pieces: each thread's pieces wait for their newline. */
-static void free_pending(gpointer s)
-{
-	g_string_free(s, TRUE);
-}
-
-static GPrivate fuse_log_pending = G_PRIVATE_INIT(free_pending);
-
-static void fuse_log_to_glib(enum fuse_log_level level, const char *fmt, va_list ap)
-{
-	GString *pending = g_private_get(&fuse_log_pending);
-	GLogLevelFlags flags;
-	char *nl;
-
-	if (!pending) {
-		pending = g_string_new(NULL);
-		g_private_set(&fuse_log_pending, pending);
-	}
-	g_string_append_vprintf(pending, fmt, ap);
-	if (level <= FUSE_LOG_ERR)
-		flags = G_LOG_LEVEL_CRITICAL;
-	else if (level == FUSE_LOG_WARNING)
-		flags = G_LOG_LEVEL_WARNING;
-	else if (level <= FUSE_LOG_NOTICE)
-		flags = G_LOG_LEVEL_MESSAGE;
-	else if (level == FUSE_LOG_INFO)
-		flags = G_LOG_LEVEL_INFO;
-	else
-		flags = G_LOG_LEVEL_DEBUG;
-	while ((nl = memchr(pending->str, '\n', pending->len))) {
-		size_t n = (size_t)(nl - pending->str);
-
-		if (n)
-			g_log("fuse", flags, "%.*s", (int)n, pending->str);
-		g_string_erase(pending, 0, (gssize)n + 1);
-	}
-}
-
-/* SIGHUP reopens the log instead of stopping the mount: it is blocked in
- * every thread (from the start of main, so that every thread inherits
- * the mask) and taken here. */
-struct hup_thread {
-	pthread_t thread;
-	bool running;
-	gint stop;
-};
-
-static void *take_hups(void *data)
-{
-	struct hup_thread *h = data;
-	sigset_t set;
-	int sig;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGHUP);
-	while (sigwait(&set, &sig) == 0 && !g_atomic_int_get(&h->stop))
-		kvt_log_reopen();
-	return NULL;
-}
-
-static void block_hup(void)
-{
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-}
-
-static void hup_thread_start(struct hup_thread *h)
-{
-	h->running = pthread_create(&h->thread, NULL, take_hups, h) == 0;
-	if (!h->running)
-		g_warning("SIGHUP will not reopen the log: no thread to take it");
-}
-
-static void hup_thread_stop(struct hup_thread *h)
-{
-	if (!h->running)
-		return;
-	g_atomic_int_set(&h->stop, 1);
-	pthread_kill(h->thread, SIGHUP);
-	pthread_join(h->thread, NULL);
-	h->running = false;
-}
-
-/* systemd's Type=notify: READY once the mount serves, STOPPING when it
- * stops.  Without NOTIFY_SOCKET in the environment it does nothing. */
-static void notify_systemd(const char *state)
-{
-#ifdef HAVE_LIBSYSTEMD
-	int ret = sd_notify(0, state);
-
-	if (ret < 0)
-		g_warning("sd_notify: %s", g_strerror(-ret));
-#else
-	(void)state;
-#endif
-}
-
 /* The mount's state from its options and its open store. */
 static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_store *store)
 {
@@ -320,7 +215,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 {
 	struct kvt_reclaimer *reclaimer = NULL;
 	struct kvt_share_watch *share = NULL;
-	struct hup_thread hup = { 0 };
+	struct kvt_hup_thread hup = { 0 };
 	struct fuse_loop_config *loop;
 	g_autofree char *opts = NULL;
 	int ret;
@@ -345,7 +240,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	}
 	if (!o->foreground && !o->log_file)
 		kvt_log_to_system();
-	hup_thread_start(&hup);
+	kvt_hup_thread_start(&hup);
 	opts = kvt_options_describe(o);
 	g_message("mounted %s on %s, pid %d (%s)", lower, mnt, (int)getpid(), opts);
 	if (o->ready_fd >= 0) {
@@ -367,7 +262,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 		reclaimer = kvt_reclaimer_new(fs->store, &ro);
 		kvt_reclaimer_start(reclaimer, o->reclaim_interval);
 	}
-	notify_systemd("READY=1\nSTATUS=serving");
+	kvt_notify_systemd("READY=1\nSTATUS=serving");
 
 	/* libfuse 3.14 keeps idle threads by default (max_idle_threads -1):
 	 * creating them per request would burn CPU. */
@@ -385,7 +280,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	} else if (ret) {
 		g_warning("stopping: %s", g_strerror(ret < 0 ? -ret : ret));
 	}
-	notify_systemd("STOPPING=1");
+	kvt_notify_systemd("STOPPING=1");
 	kvt_reclaimer_free(reclaimer);
 	kvt_share_watch_stop(share);
 	/* What is still queued for the kernel goes before it is gone. */
@@ -393,7 +288,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	fuse_session_unmount(fs->se);
 	fuse_remove_signal_handlers(fs->se);
 	g_message("unmounted %s", mnt);
-	hup_thread_stop(&hup);
+	kvt_hup_thread_stop(&hup);
 	return ret ? 1 : 0;
 }
 
@@ -427,9 +322,9 @@ int main(int argc, char **argv)
 	 * malloc: glibc would otherwise raise this threshold at their first
 	 * free and keep every later one in its arenas. */
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
-	block_hup();
+	kvt_hup_block();
 	kvt_log_init(KVT_LOG_INFO);
-	fuse_set_log_func(fuse_log_to_glib);
+	kvt_route_fuse_log();
 	if (kvt_options_parse(argc, argv, &o))
 		goto out;
 	if (o.version)
