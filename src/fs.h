@@ -47,6 +47,7 @@ struct kvt_fs {
 	bool shared;                 /* atomic: another mount uses the store */
 	double negative_timeout;     /* kernel caching of "no such name" */
 	bool verify_always;          /* hash on every open, not once per mount */
+	const char *remote_kind;     /* verify=auto found the store remote */
 	bool sync;                   /* -o sync: publications durable (publish.c) */
 
 	/* The files and directories the kernel knows, oldest first.  The

@@ -8,6 +8,7 @@
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 
@@ -280,6 +281,39 @@ int kvt_dir_sync_up(struct kvt_dir *d, struct kvt_dir *top)
 int kvt_dir_statvfs(struct kvt_dir *d, struct statvfs *sv)
 {
 	return fstatvfs(d->fd, sv) ? -errno : 0;
+}
+
+/* statfs(2) magic numbers (linux/magic.h and the file systems' own) of
+ * lower file systems served from elsewhere. */
+static const struct {
+	unsigned long magic;
+	const char *name;
+} remote_fs[] = {
+	{ 0x6969, "NFS" },
+	{ 0xff534d42, "CIFS" },
+	{ 0xfe534d42, "SMB2" },
+	{ 0x517b, "SMB" },
+	{ 0x00c36400, "CephFS" },
+	{ 0x0bd00bd0, "Lustre" },
+	{ 0x47504653, "GPFS (Storage Scale)" },
+	{ 0x01021997, "9P" },
+	{ 0x5346414f, "AFS" },
+	{ 0x6b414653, "AFS" },
+	{ 0x7461636f, "OCFS2" },
+	{ 0x01161970, "GFS2" },
+	{ 0x65735546, "FUSE (GlusterFS, sshfs, ...)" },
+};
+
+const char *kvt_dir_remote_kind(struct kvt_dir *d)
+{
+	struct statfs sf;
+
+	if (fstatfs(d->fd, &sf))
+		return NULL;
+	for (size_t i = 0; i < G_N_ELEMENTS(remote_fs); i++)
+		if ((unsigned long)sf.f_type == remote_fs[i].magic)
+			return remote_fs[i].name;
+	return NULL;
 }
 
 int kvt_dir_access(struct kvt_dir *d, const char *name, int mode)

@@ -81,6 +81,12 @@ int kvt_dir_sync(struct kvt_dir *d);
  * the entries on the path to a name. */
 int kvt_dir_sync_up(struct kvt_dir *d, struct kvt_dir *top);
 int kvt_dir_statvfs(struct kvt_dir *d, struct statvfs *sv);
+
+/* The kind of file system @d is on when its bytes are served from
+ * elsewhere (NFS, CephFS, a FUSE file system such as GlusterFS...), whose
+ * size and times need not change when the bytes do; NULL for a local
+ * one. */
+const char *kvt_dir_remote_kind(struct kvt_dir *d);
 /* access(2) for the daemon's own identity: W_OK etc. */
 int kvt_dir_access(struct kvt_dir *d, const char *name, int mode);
 

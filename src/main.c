@@ -182,7 +182,16 @@ static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_s
 	fs->entry_timeout = o->entry_timeout;
 	fs->negative_timeout = o->negative_timeout;
 	fs->attr_timeout = o->attr_timeout;
-	fs->verify_always = o->verify_always;
+	fs->verify_always = o->verify == KVT_VERIFY_ALWAYS;
+	if (o->verify == KVT_VERIFY_AUTO) {
+		const char *remote = kvt_dir_remote_kind(kvt_store_names(store));
+
+		/* A network file system may change an object's bytes (a
+		 * replica repaired, damage on a server) and show the same
+		 * size and times: only the bytes themselves can tell. */
+		fs->verify_always = remote != NULL;
+		fs->remote_kind = remote;
+	}
 	fs->sync = o->sync;
 	fs->max_inodes = o->max_inodes;
 	fs->verifier = kvt_verifier_new(o->verify_cache);
@@ -243,6 +252,10 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	kvt_hup_thread_start(&hup);
 	opts = kvt_options_describe(o);
 	g_message("mounted %s on %s, pid %d (%s)", lower, mnt, (int)getpid(), opts);
+	if (fs->remote_kind)
+		g_message("verify=auto: the store is on %s, whose size and times do not "
+			  "prove the bytes unchanged: every open for reading hashes",
+			  fs->remote_kind);
 	if (o->ready_fd >= 0) {
 		g_autofree char *line = g_strdup_printf("ready %d\n", getpid());
 

@@ -68,6 +68,9 @@ struct value_opt {
 
 #define FIELD(f) offsetof(struct kvt_options, f)
 
+/* In the order of enum kvt_verify_mode. */
+static const char *const verify_modes[] = { "once", "always", "auto", NULL };
+
 /* In the order of enum kvt_log_level. */
 static const char *const log_levels[] = {
 	"error", "warning", "notice", "info", "debug", NULL
@@ -105,9 +108,9 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		.metavar = "N", .help = "idle threads kept",
 	},
 	[KEY_VERIFY] = {
-		"verify", WORD, FIELD(verify_always), .dflt = 0,
-		.words = { "once", "always" },
-		.help = "hash once a mount, or at every open",
+		"verify", CHOICE, FIELD(verify), .dflt = KVT_VERIFY_AUTO,
+		.choices = verify_modes,
+		.help = "hash once a mount, at every open, or by the store's disk",
 	},
 	[KEY_MAX_INODES] = {
 		"max_inodes", COUNT, FIELD(max_inodes), 64, 1e9, 65536,

@@ -4,6 +4,12 @@
 #include <fuse_opt.h>
 #include <stdbool.h>
 
+enum kvt_verify_mode {
+	KVT_VERIFY_ONCE,	/* once a mount, again when the lower file changes */
+	KVT_VERIFY_ALWAYS,	/* at every open for reading */
+	KVT_VERIFY_AUTO,	/* always on a remote store, else once */
+};
+
 struct kvt_options {
 	/* switches */
 	int foreground;		/* -f, also set by -d */
@@ -20,7 +26,7 @@ struct kvt_options {
 	double negative_timeout;
 	int max_threads;
 	int max_idle_threads;	/* -1: keep them all */
-	bool verify_always;	/* verify=always */
+	int verify;		/* enum kvt_verify_mode */
 	bool no_uring;		/* uring=0 */
 	int max_inodes;
 	int verify_cache;
