@@ -96,6 +96,7 @@ static const char usage_text[] =
 "  --pid PID            --life: sample this process's RSS and open fds\n"
 "  --json               --life: one JSON document (summary, series) instead\n"
 "                       of lines\n"
+"  --version            print the version\n"
 "  --help               this text\n"
 "\n"
 "Output, one line per phase:\n"
@@ -443,6 +444,9 @@ static void parse_args(int argc, char **argv)
 		 (usage_error("%s needs a value", s), NULL))))
 		if (FLAG("--help") || FLAG("-h")) {
 			fputs(usage_text, stdout);
+			exit(0);
+		} else if (FLAG("--version") || FLAG("-V")) {
+			printf("kvtierfs-bench %s\n", PACKAGE_VERSION);
 			exit(0);
 		} else if (ARG("--dir")) {
 			O.dir = val;

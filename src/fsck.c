@@ -14,6 +14,7 @@ enum {
 	EXIT_REPAIRED = 1,
 	EXIT_LEFT = 4,
 	EXIT_OPERATIONAL = 8,
+	EXIT_USAGE = 16,
 };
 
 static gboolean opt_repair, opt_dry_run, opt_quiet, opt_version;
@@ -58,7 +59,7 @@ static void on_error(const char *msg, void *data)
 static int usage_error(const char *msg)
 {
 	fprintf(stderr, "kvtierfs-fsck: %s (see kvtierfs-fsck --help)\n", msg);
-	return EXIT_OPERATIONAL;
+	return EXIT_USAGE;
 }
 
 int main(int argc, char **argv)
@@ -87,7 +88,7 @@ int main(int argc, char **argv)
 		"with --repair, removes what is torn or orphaned.");
 	g_option_context_set_description(ctx,
 		"Exit status: 0 no problem, 1 problems found and all repaired,\n"
-		"4 problems left, 8 usage or operational error.  See kvtierfs-fsck(8).");
+		"4 problems left, 8 operational error, 16 usage error.  See kvtierfs-fsck(8).");
 	if (!g_option_context_parse(ctx, &argc, &argv, &err))
 		return usage_error(err->message);
 	if (opt_version) {

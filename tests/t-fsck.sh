@@ -5,7 +5,8 @@
 # a garbage record, an orphan object, a dead mount's staging) and reports
 # no intact name; --repair removes just that, after which the store is
 # clean, every intact name reads back and the damaged names are gone.
-# Bad invocations exit 8 with one line on stderr.
+# Bad invocations exit 16 (usage) or 8 (operational) with one line on
+# stderr.
 . "$(dirname "$0")/lib.sh"
 
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
@@ -163,24 +164,25 @@ fsck "$LOWER"
 ok $? "after another mount: clean, $(tail -n 1 "$T/out")" || show_fsck
 
 # --- bad invocations ---------------------------------------------------
-# bad DESC ARGS...: exit 8, exactly one line on stderr, nothing on stdout.
+# bad DESC STATUS ARGS...: exit STATUS (16 usage, 8 operational, as
+# fsck(8)), exactly one line on stderr, nothing on stdout.
 bad() {
-	local desc=$1
-	shift
+	local desc=$1 want=$2
+	shift 2
 	fsck "$@"
-	[ "$rc" = 8 ] && [ "$(grep -c '' "$T/err")" = 1 ] && [ ! -s "$T/out" ]
-	ok $? "$desc: exit 8: $(head -n 1 "$T/err")" || show_fsck
+	[ "$rc" = "$want" ] && [ "$(grep -c '' "$T/err")" = 1 ] && [ ! -s "$T/out" ]
+	ok $? "$desc: exit $want ($rc): $(head -n 1 "$T/err")" || show_fsck
 }
 mkdir "$T/empty" "$T/foreign"
 echo data >"$T/foreign/file"
-bad "no LOWERDIR"
-bad "two LOWERDIRs" "$LOWER" "$LOWER"
-bad "unknown option" --bogus "$LOWER"
-bad "--repair with --dry-run" --repair -n "$LOWER"
-bad "missing LOWERDIR" "$T/missing"
-bad "a file as LOWERDIR" "$T/foreign/file"
-bad "a directory that is not a store" "$T/foreign"
-bad "an empty directory" "$T/empty"
+bad "no LOWERDIR" 16
+bad "two LOWERDIRs" 16 "$LOWER" "$LOWER"
+bad "unknown option" 16 --bogus "$LOWER"
+bad "--repair with --dry-run" 16 --repair -n "$LOWER"
+bad "missing LOWERDIR" 8 "$T/missing"
+bad "a file as LOWERDIR" 8 "$T/foreign/file"
+bad "a directory that is not a store" 8 "$T/foreign"
+bad "an empty directory" 8 "$T/empty"
 [ -z "$(ls -A "$T/empty")" ] && [ "$(ls -A "$T/foreign")" = file ]
 ok $? "and neither directory was changed (fsck makes no store)"
 fsck --help
