@@ -25,6 +25,9 @@
 #include "store.h"
 #include "verify.h"
 
+/* How many purges user.kvtierfs.purges keeps, the latest. */
+#define KVT_RECENT_PURGES 16
+
 /* 1 MiB less four pages (see main.c). */
 #define KVT_MAX_READ 1032192
 
@@ -66,6 +69,14 @@ struct kvt_fs {
 	GCond statfs_done;
 	bool statfs_busy;
 	struct statvfs statfs_last;
+
+	/* What user.kvtierfs.mount and user.kvtierfs.purges on the root
+	 * tell kvtierfs-stat (xattr.c, purge.c). */
+	char *lower_path;
+	gint64 started;              /* g_get_real_time() at the mount */
+	GMutex recent_lock;
+	char *recent[KVT_RECENT_PURGES]; /* "unix-seconds message", a ring */
+	guint recent_next;
 
 	/* Everything alive, for destroy: inodes and open handles. */
 	GMutex live_lock;

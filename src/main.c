@@ -168,12 +168,16 @@ static void log_faults(void)
 }
 
 /* The mount's state from its options and its open store. */
-static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_store *store)
+static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_store *store,
+		    const char *lower)
 {
+	fs->lower_path = g_strdup(lower);
+	fs->started = g_get_real_time();
 	g_mutex_init(&fs->tree_lock);
 	g_mutex_init(&fs->live_lock);
 	g_mutex_init(&fs->lru_lock);
 	g_mutex_init(&fs->statfs_lock);
+	g_mutex_init(&fs->recent_lock);
 	g_cond_init(&fs->statfs_done);
 	fs->store = store;
 	fs->dirs = kvt_dircache_new(o->max_dir_fds);
@@ -212,6 +216,10 @@ static void fs_fini(struct kvt_fs *fs)
 	kvt_verifier_free(fs->verifier);
 	g_cond_clear(&fs->statfs_done);
 	g_mutex_clear(&fs->statfs_lock);
+	for (guint i = 0; i < KVT_RECENT_PURGES; i++)
+		g_free(fs->recent[i]);
+	g_mutex_clear(&fs->recent_lock);
+	g_free(fs->lower_path);
 	g_mutex_clear(&fs->lru_lock);
 	g_mutex_clear(&fs->live_lock);
 	g_mutex_clear(&fs->tree_lock);
@@ -388,7 +396,7 @@ int main(int argc, char **argv)
 	if (kvt_store_stale_removed(store))
 		g_message("removed staging left by %u dead mount(s)",
 			  kvt_store_stale_removed(store));
-	fs_init(&fs, &o, store);
+	fs_init(&fs, &o, store, lower);
 	kvt_uring_enable(!o.no_uring);
 	/* Modes come from clients with their umask applied by the kernel:
 	 * the daemon's own must not take more away. */

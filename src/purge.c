@@ -1,10 +1,32 @@
 /* Purging torn names (purge.h). */
 #include "purge.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 #include "name.h"
 #include "object.h"
+
+/* One line in the log, and the same in the ring user.kvtierfs.purges
+ * shows. */
+static void tell(struct kvt_fs *fs, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static void tell(struct kvt_fs *fs, const char *fmt, ...)
+{
+	g_autofree char *msg = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	g_warning("%s", msg);
+	g_mutex_lock(&fs->recent_lock);
+	g_free(fs->recent[fs->recent_next]);
+	fs->recent[fs->recent_next] = g_strdup_printf("%" G_GINT64_FORMAT " %s",
+						      g_get_real_time() / G_USEC_PER_SEC, msg);
+	fs->recent_next = (fs->recent_next + 1) % KVT_RECENT_PURGES;
+	g_mutex_unlock(&fs->recent_lock);
+}
 
 static void log_purge(struct kvt_fs *fs, struct kvt_dir *pd, const char *name,
 		      const struct kvt_record *rec, const struct kvt_torn_info *torn)
@@ -17,26 +39,41 @@ static void log_purge(struct kvt_fs *fs, struct kvt_dir *pd, const char *name,
 
 	switch (torn->why) {
 	case KVT_TORN_RECORD:
-		g_warning("purged %s: record names/%s: unparsable record", path, path);
+		tell(fs, "purged %s: record names/%s: unparsable record", path, path);
 		break;
 	case KVT_TORN_MISSING:
-		g_warning("purged %s: object %s: missing object: expected %" G_GUINT64_FORMAT
-			  ", found none", path, obj, rec->size);
+		tell(fs, "purged %s: object %s: missing object: expected %" G_GUINT64_FORMAT
+		     ", found none", path, obj, rec->size);
 		break;
 	case KVT_TORN_SIZE:
 	case KVT_TORN_SHORT:
-		g_warning("purged %s: object %s: %s: expected %" G_GUINT64_FORMAT
-			  ", found %" G_GUINT64_FORMAT, path, obj,
-			  torn->why == KVT_TORN_SIZE ? "torn by size" : "short read",
-			  rec->size, torn->found_size);
+		tell(fs, "purged %s: object %s: %s: expected %" G_GUINT64_FORMAT
+		     ", found %" G_GUINT64_FORMAT, path, obj,
+		     torn->why == KVT_TORN_SIZE ? "torn by size" : "short read",
+		     rec->size, torn->found_size);
 		break;
 	case KVT_TORN_HASH:
 		kvt_hash_hex(&rec->hash, want);
 		kvt_hash_hex(&torn->found_hash, got);
-		g_warning("purged %s: object %s: torn by hash: expected xxh3-128:%s, found xxh3-128:%s",
-			  path, obj, want, got);
+		tell(fs, "purged %s: object %s: torn by hash: expected xxh3-128:%s, found xxh3-128:%s",
+		     path, obj, want, got);
 		break;
 	}
+}
+
+GString *kvt_purges_format(struct kvt_fs *fs)
+{
+	GString *s = g_string_new(NULL);
+
+	g_mutex_lock(&fs->recent_lock);
+	for (guint i = 0; i < KVT_RECENT_PURGES; i++) {
+		const char *line = fs->recent[(fs->recent_next + i) % KVT_RECENT_PURGES];
+
+		if (line)
+			g_string_append_printf(s, "%s\n", line);
+	}
+	g_mutex_unlock(&fs->recent_lock);
+	return s;
 }
 
 static void count(struct kvt_fs *fs, const struct kvt_torn_info *torn)

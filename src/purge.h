@@ -35,3 +35,7 @@ void kvt_purge_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir *pd
 void kvt_purge_inode(struct kvt_fs *fs, struct kvt_inode *ino,
 		     const struct kvt_record *rec, const struct kvt_torn_info *torn,
 		     struct kvt_note *note);
+
+/* The last KVT_RECENT_PURGES purges, oldest first, a line each:
+ * "<unix seconds> <the log line>" (user.kvtierfs.purges). */
+GString *kvt_purges_format(struct kvt_fs *fs);

@@ -10,15 +10,19 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include "object.h"
 #include "ops.h"
 #include "publish.h"
+#include "purge.h"
 #include "resolve.h"
 #include "version.h"
 
 #define OWN_PREFIX "user.kvtierfs."
 #define STATS_NAME OWN_PREFIX "stats"
+#define MOUNT_NAME OWN_PREFIX "mount"
+#define PURGES_NAME OWN_PREFIX "purges"
 
 static const char *const own_names[] = {
 	OWN_PREFIX "verdict", OWN_PREFIX "hash", OWN_PREFIX "size", OWN_PREFIX "object",
@@ -80,6 +84,27 @@ static char *own_value(struct kvt_fs *fs, struct kvt_inode *ino, const char *nam
 	return NULL;
 }
 
+/* The mount's own attributes on its root, for kvtierfs-stat; NULL for
+ * another name. */
+static GString *root_value(struct kvt_fs *fs, const char *name)
+{
+	GString *s;
+
+	if (!strcmp(name, STATS_NAME))
+		return kvt_stats_format(&fs->stats);
+	if (!strcmp(name, PURGES_NAME))
+		return kvt_purges_format(fs);
+	if (strcmp(name, MOUNT_NAME))
+		return NULL;
+	s = g_string_new(NULL);
+	g_string_append_printf(s, "version %s\npid %d\nstarted %" G_GINT64_FORMAT
+			       "\nstore %s\nverify %s\nshared %d\n",
+			       PACKAGE_VERSION, (int)getpid(), fs->started / G_USEC_PER_SEC,
+			       fs->lower_path, fs->verify_always ? "always" : "once",
+			       (int)__atomic_load_n(&fs->shared, __ATOMIC_RELAXED));
+	return s;
+}
+
 void kvt_op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name, size_t size)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
@@ -91,10 +116,13 @@ void kvt_op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name, size_t size
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
-	if (ino == fs->root && !strcmp(name, STATS_NAME)) {
-		g_autoptr(GString) s = kvt_stats_format(&fs->stats);
+	if (ino == fs->root && g_str_has_prefix(name, OWN_PREFIX)) {
+		g_autoptr(GString) s = root_value(fs, name);
 
-		reply_value(req, s->str, s->len, size);
+		if (s)
+			reply_value(req, s->str, s->len, size);
+		else
+			fuse_reply_err(req, ENODATA);
 		return;
 	}
 	if (ino->is_dir) {
@@ -276,8 +304,11 @@ void kvt_op_listxattr(fuse_req_t req, fuse_ino_t n, size_t size)
 			len = kvt_dir_listxattr(d, buf, XATTR_LIST_MAX);
 		if (len > 0)
 			g_string_append_len(s, buf, len);
-		if (ino == fs->root)
+		if (ino == fs->root) {
 			list_add(s, STATS_NAME);
+			list_add(s, MOUNT_NAME);
+			list_add(s, PURGES_NAME);
+		}
 	} else {
 		kvt_inode_lock(ino);
 		for (size_t i = 0; i < G_N_ELEMENTS(own_names); i++)

@@ -1,11 +1,11 @@
 #!/bin/bash
 # The man pages: every installed command has one, mandoc -T lint and
 # groff -ww find nothing to say about any of them, and the options that
-# kvtierfs-fsck and kvtierfs-bench list in --help are the ones their man
+# kvtierfs-fsck, kvtierfs-bench and kvtierfs-stat list in --help are the ones their man
 # pages document (kvtierfs's own: t-options.sh).
 . "$(dirname "$0")/lib.sh"
 
-plan 7
+plan 8
 T=$(mktemp -d "${TMPDIR:-/tmp}/kvtierfs-test.XXXXXX") || bail "mktemp failed"
 trap 'rm -rf "$T"' EXIT
 command -v mandoc >/dev/null || bail "mandoc is missing (scripts/install-deps)"
@@ -59,6 +59,7 @@ same_options() {
 }
 same_options kvtierfs-fsck "$top_srcdir/man/kvtierfs-fsck.8"
 same_options kvtierfs-bench "$top_srcdir/man/kvtierfs-bench.1"
+same_options kvtierfs-stat "$top_srcdir/man/kvtierfs-stat.1"
 
 v=$("$top_builddir/src/kvtierfs-bench" --version)
 [[ "$v" == "kvtierfs-bench "[0-9]* ]]
