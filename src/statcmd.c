@@ -218,7 +218,8 @@ static void print_human(const char *path, const struct sample *s, const struct s
 			} else {
 				g_string_append_printf(line, "  %s %" G_GUINT64_FORMAT, name, v);
 			}
-			if (j >= 0 && secs > 0) {
+			/* A counter that went down: the mount started again. */
+			if (j >= 0 && secs > 0 && v >= g_array_index(prev->values, guint64, j)) {
 				double rate = (v - g_array_index(prev->values, guint64, j)) / secs;
 
 				if (is_bytes(name)) {
@@ -299,12 +300,16 @@ static void print_json(const char *path, const struct sample *s, const struct sa
 		for (guint i = 0; i < s->names->len; i++) {
 			const char *name = g_ptr_array_index(s->names, i);
 			int j = index_of(prev, name);
+			guint64 now, then;
 
 			if (j < 0)
 				continue;
+			now = g_array_index(s->values, guint64, i);
+			then = g_array_index(prev->values, guint64, j);
+			if (now < then) /* the mount started again */
+				continue;
 			g_string_append_printf(o, "%s\"%s\":%.3f", first ? "" : ",", name,
-					       (g_array_index(s->values, guint64, i) -
-						g_array_index(prev->values, guint64, j)) / secs);
+					       (now - then) / secs);
 			first = false;
 		}
 		g_string_append(o, "}");
