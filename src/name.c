@@ -142,7 +142,11 @@ static int write_stage_record(struct kvt_store *s, const struct kvt_record *rec,
 		ret = errno ? -errno : -ENOSPC;
 	if (ret == 0)
 		ret = kvt_fault(KVT_FAULT_SETATTR, name);
-	if (ret == 0 && (fchmod(fd, meta->mode & 07777) || fchown(fd, meta->uid, meta->gid)))
+	/* The owner first, then the mode: chown(2) of a regular file takes
+	 * away its set-user-ID bit (and a group-executable file's
+	 * set-group-ID bit), even when root calls it with the owner it has,
+	 * so a mode set before would not be the record's. */
+	if (ret == 0 && (fchown(fd, meta->uid, meta->gid) || fchmod(fd, meta->mode & 07777)))
 		ret = -errno;
 	if (ret == 0 && meta->set_times && futimens(fd, ts))
 		ret = -errno;
