@@ -203,7 +203,7 @@ if ! command -v fio >/dev/null; then
 	exit 0
 fi
 kvt_require_root
-plan 23
+plan 25
 kvt_setup
 [ -x "$KVTIERFS_FSCK" ] || bail "kvtierfs-fsck is not built: $KVTIERFS_FSCK"
 diag "KVT_FIO_RUNTIME=$KVT_FIO_RUNTIME"
@@ -212,7 +212,13 @@ kvt_run mkdir "$MNT/once" "$MNT/set"
 
 # --- write-once files ------------------------------------------------------
 ok_fio "write-once: 2 MiB files written, checked, unlinked for ${KVT_FIO_RUNTIME}s" \
-	"$JOBS/write-once.fio" KVT_FIO_DIR="$MNT/once"
+	"$JOBS/write-once.fio" KVT_FIO_DIR="$MNT/once" KVT_FIO_LOOPS=1000000000
+# The timed run may stop right after a loop unlinked its files (as the
+# churn below): one last loop leaves the files the readbacks check.
+kvt_guard rm -rf "$MNT/once/direct" "$MNT/once/buffered" "$MNT/once/libaio"
+ok $? "rm -rf of the write-once directories"
+ok_fio "write-once: one last loop that leaves its files, checked" \
+	"$JOBS/write-once.fio" KVT_FIO_DIR="$MNT/once" KVT_FIO_LOOPS=1 KVT_FIO_RUNTIME=10
 ok_readback "write-once: the last files, read-only and O_DIRECT, checked" once 2M 1
 
 # --- zipf readers ----------------------------------------------------------

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root
-plan 13
+plan 14
 kvt_setup
 
 # The source tree may be configured in place: the copy to build is the
@@ -20,12 +20,24 @@ INST=$T/inst
 make -s -C "$top_builddir" distdir distdir="$SRC" >"$T/distdir.log" 2>&1
 ok $? "make distdir: a tree to build" || diag_file "$T/distdir.log" 20
 
+# What make dist packs is what the repository holds (but dotfiles).
+if git -C "$top_srcdir" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+	(cd "$SRC" && find . -type f | sed 's|^\./||' | LC_ALL=C sort) >"$T/dist.list"
+	git -C "$top_srcdir" ls-files --cached | grep -Ev '(^|/)\.' | LC_ALL=C sort >"$T/git.list"
+	comm -23 "$T/git.list" "$T/dist.list" >"$T/missing"
+	[ ! -s "$T/missing" ]
+	ok $? "the distribution holds every file of the repository ($(grep -c '' "$T/git.list") files)" ||
+		{ diag "missing:"; diag_file "$T/missing" 20; }
+else
+	skip "the distribution holds every file of the repository" "not a git work tree"
+fi
+
 (cd "$SRC" && ./configure --prefix="$INST" --with-mount-helper-dir="$INST/sbin" \
 	--with-systemdsystemunitdir="$INST/lib/systemd/system" &&
 	make -j"$(nproc)" && make install) >"$T/build.log" 2>&1
 ok $? "configure --prefix=$INST, make, make install" || diag_file "$T/build.log" 30
 
-want="bin/kvtierfs bin/kvtierfs-bench bin/kvtierfs-fsck bin/kvtierfs-stat
+want="bin/kvtierfs bin/kvtierfs-bench bin/kvtierfs-fsck bin/kvtierfs-stat share/man/man8/mount.fuse.kvtierfs.8
 lib/systemd/system/kvtierfs@.service sbin/mount.fuse.kvtierfs
 share/doc/kvtierfs/fstab.example share/man/man1/kvtierfs-bench.1
 share/man/man1/kvtierfs-stat.1 share/man/man8/kvtierfs-fsck.8

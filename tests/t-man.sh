@@ -14,8 +14,9 @@ command -v groff >/dev/null || bail "groff is missing (scripts/install-deps)"
 MANS=("$top_srcdir"/man/*.[1-8])
 
 # Every program make install puts in bin_PROGRAMS has its page.
-progs=$(awk '/^bin_PROGRAMS *=/ { on = 1 } on { print; if (!/\\$/) exit }' \
-	"$top_srcdir/Makefile.am" | tr ' \\' '\n\n' | sed -n 's|^src/||p')
+progs=$(awk '/^(bin_PROGRAMS|mounthelper_SCRIPTS) *=/ { on = 1 }
+	on { print; if (!/\\$/) on = 0 }' "$top_srcdir/Makefile.am" |
+	tr ' \\' '\n\n' | sed -n 's|^src/||p; s|^contrib/||p')
 missing=()
 for p in $progs; do
 	ls "$top_srcdir"/man/"$p".[1-8] >/dev/null 2>&1 || missing+=("$p")
@@ -64,5 +65,5 @@ same_options kvtierfs-stat "$top_srcdir/man/kvtierfs-stat.1"
 v=$("$top_builddir/src/kvtierfs-bench" --version)
 [[ "$v" == "kvtierfs-bench "[0-9]* ]]
 ok $? "kvtierfs-bench --version: '$v'"
-LANG=C.UTF-8 "$top_builddir/src/kvtierfs-fsck" --help | grep -q '^  kvtierfs-fsck \[OPTION…\] LOWERDIR$'
+grep -q '^  kvtierfs-fsck \[OPTION…\] LOWERDIR$' <(LANG=C.UTF-8 "$top_builddir/src/kvtierfs-fsck" --help)
 ok $? "kvtierfs-fsck --help in a UTF-8 locale: [OPTION…]"

@@ -46,7 +46,7 @@ r=$(loads_and_hashes "$MNT")
 [ "$r" = "3 1" ]
 ok $? "verify=once on the same store: 3 loads, 1 hash ($r)"
 kvt_umount
-! tail -c +"$((off + 1))" "$T/daemon.log" | grep -q 'verify=auto: the store is'
+! grep -q 'verify=auto: the store is' <(tail -c +"$((off + 1))" "$T/daemon.log")
 
 ok $? "verify=once: no such line"
 
