@@ -607,6 +607,26 @@ _kvt_exit() {
 
 # ---------------------------------------------------------------- helpers
 
+# kvt_hold_writer FILE BYTES: a process that creates FILE, writes BYTES
+# bytes and keeps it open (a writer that never closed); returns once the
+# bytes are written (it says so on a pipe), with the writer's pid in
+# KVT_HOLDER (killed at exit).  Fails if the writer did not get there.
+kvt_hold_writer() {
+	local fifo=$T/.hold.fifo line
+	rm -f "$fifo"
+	mkfifo "$fifo" || return 1
+	python3 -c 'import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"w" * int(sys.argv[2]))
+print("written", flush=True)
+time.sleep(300)' "$1" "$2" >"$fifo" 2>>"$T/holder.err" &
+	KVT_HOLDER=$!
+	kvt_bg "$KVT_HOLDER"
+	IFS= read -r -t 30 line <"$fifo"
+	rm -f "$fifo"
+	[ "$line" = written ]
+}
+
 # kvt_xattr FILE NAME: the value of xattr NAME of FILE (text), or nothing.
 kvt_xattr() {
 	kvt_guard getfattr --absolute-names --only-values -n "$2" "$1" 2>/dev/null

@@ -139,14 +139,8 @@ kvt_start "$GL2/store" "$K2"
 P2=$KVT_LAST_PID
 id_b=$(ls "$GL1/store/staging" | sort | comm -13 <(echo "$ids_a") -)
 # host B keeps a file open for writing: its staging must outlive A's death
-python3 -c 'import os, sys, time
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-os.write(fd, b"b" * 8192)
-print("written", flush=True)
-time.sleep(60)' "$K2/held.dat" >"$T/held.out" 2>&1 &
-held=$!
-kvt_bg "$held"
-for ((i = 0; i < 200; i++)); do grep -q written "$T/held.out" && break; sleep 0.05; done
+kvt_hold_writer "$K2/held.dat" 8192 || bail "no writer holds $K2/held.dat open"
+held=$KVT_HOLDER
 "$KVCLIENT" vllm-store --dir "$K1" --blocks 2000 --size 65536 --key-base 5000 --crash-ok \
 	--progress 50 >"$T/crash.out" 2>&1 &
 cl=$!

@@ -76,15 +76,10 @@ ok $? "the source in the mount table is the store's path ('$src')"
 # both are unpublished when the daemon is told to stop.
 mkdir -p "$MNT/m/r0"
 printf 'abc' >"$MNT/m/r0/left.bin.tmp"
-python3 -c 'import os, sys, time
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-os.write(fd, b"x" * 4096)
-print("written", flush=True)
-time.sleep(120)' "$MNT/m/r0/open.bin" >"$T/writer.out" 2>&1 &
-writer=$!
-kvt_bg "$writer"
-wait_line "$T/writer.out" '^written$'
-ok $? "a writer holds m/r0/open.bin open with 4096 bytes written"
+kvt_hold_writer "$MNT/m/r0/open.bin" 4096
+st=$?
+writer=$KVT_HOLDER
+ok $st "a writer holds m/r0/open.bin open with 4096 bytes written"
 
 stop_with TERM "$pid"
 st=$?
