@@ -161,6 +161,34 @@ static int new_local_file(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir
 	return 0;
 }
 
+static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file_info *fi,
+		      const struct fuse_ctx *ctx);
+
+/* A create of a name that is there: the lookup and the open of what is
+ * there, replied as the create. */
+static void create_existing(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *p,
+			    struct kvt_dir *pd, const char *name, struct fuse_file_info *fi)
+{
+	struct kvt_note note = { 0 };
+	struct fuse_entry_param e;
+	struct kvt_inode *ino;
+	int ret = kvt_do_lookup(fs, p, pd, name, &e, &note);
+
+	kvt_notify(fs, &note, true);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	ino = kvt_inode_of(fs, e.ino);
+	ret = open_inode(fs, ino, fi, fuse_req_ctx(req));
+	if (ret < 0) {
+		kvt_forget(fs, ino, 1); /* the lookup the kernel never got */
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fuse_reply_create(req, &e, fi);
+}
+
 void kvt_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		   struct fuse_file_info *fi)
 {
@@ -182,19 +210,24 @@ void kvt_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
 	}
 	kvt_inode_lock(p);
 	ret = new_local_file(fs, p, pd, name, mode, fuse_req_ctx(req), &ino);
-	if (ret < 0) {
-		kvt_inode_unlock(p);
-		fuse_reply_err(req, -ret);
-		return;
+	if (ret == 0) {
+		h = handle_new(fs);
+		kvt_inode_lock(ino);
+		h->wstage = kvt_stage_ref(ino->stage);
+		open_writer(ino, fi, h, 0);
+		kvt_inode_unlock(ino);
+		kvt_fill_entry(fs, ino, NULL, &e);
 	}
-	h = handle_new(fs);
-	kvt_inode_lock(ino);
-	h->wstage = kvt_stage_ref(ino->stage);
-	open_writer(ino, fi, h, 0);
-	kvt_inode_unlock(ino);
-	kvt_fill_entry(fs, ino, NULL, &e);
 	kvt_inode_unlock(p);
-	fuse_reply_create(req, &e, fi);
+	if (ret == -EEXIST && !(fi->flags & O_EXCL)) {
+		/* Another mount made the name since the kernel last looked
+		 * (its negative entry): open(2) without O_EXCL opens it. */
+		create_existing(req, fs, p, pd, name, fi);
+	} else if (ret < 0) {
+		fuse_reply_err(req, -ret);
+	} else {
+		fuse_reply_create(req, &e, fi);
+	}
 }
 
 void kvt_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -434,31 +467,25 @@ static void open_reader(struct kvt_inode *ino, struct fuse_file_info *fi, struct
 	}
 }
 
-void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+/* Opens @ino as @fi asks, for @ctx's process: fi->fh gets the handle. */
+static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file_info *fi,
+		      const struct fuse_ctx *ctx)
 {
-	struct kvt_fs *fs = kvt_fs_of(req);
-	struct kvt_inode *ino = kvt_inode_of(fs, n);
 	struct kvt_note note = { 0 };
 	struct kvt_handle *h;
 	bool ref_inode = false, published = false, reader = (fi->flags & O_ACCMODE) == O_RDONLY;
 	int ret = 0;
 
-	if (ino->is_dir) {
-		fuse_reply_err(req, EISDIR);
-		return;
-	}
+	if (ino->is_dir)
+		return -EISDIR;
 	kvt_inode_lock(ino);
-	ret = ino->has_record && ino->rec.kind != KVT_KIND_FILE ? EINVAL : 0;
+	/* The kernel opens links and special files itself. */
+	ret = ino->has_record && ino->rec.kind != KVT_KIND_FILE ? -EINVAL : 0;
 	kvt_inode_unlock(ino);
-	if (ret) {
-		/* The kernel opens links and special files itself. */
-		fuse_reply_err(req, ret);
-		return;
-	}
-	if (!may_open(ino, fuse_req_ctx(req), fi->flags)) {
-		fuse_reply_err(req, EACCES);
-		return;
-	}
+	if (ret < 0)
+		return ret;
+	if (!may_open(ino, ctx, fi->flags))
+		return -EACCES;
 	h = handle_new(fs);
 	/* A writer in place may replace the version between our look at
 	 * the inode and the open of its object: then look again. */
@@ -474,10 +501,14 @@ void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 		kvt_inode_unlock(ino);
 		if (ret == 0 && published)
 			ret = open_object(fs, ino, h, &note);
-		if (ret != -EAGAIN)
+		/* ESTALE: another mount's version took the name, and @ino
+		 * is detached from it now; the kernel's entry goes (@note),
+		 * but this open goes on, on the detached inode, which serves
+		 * what the name holds (open_object, open_reader). */
+		if (ret != -EAGAIN && ret != -ESTALE)
 			break;
 	}
-	if (ret == -EAGAIN)
+	if (ret == -EAGAIN || ret == -ESTALE)
 		ret = -EIO; /* replaced eight times over while we looked */
 	kvt_inode_lock(ino);
 	if (ret < 0) {
@@ -489,7 +520,7 @@ void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 		if (fi->flags & O_TRUNC)
 			ret = kvt_version_begin(fs, ino, true, &ref_inode, &h->wstage);
 		if (ret == 0)
-			open_writer(ino, fi, h, fuse_req_ctx(req)->pid);
+			open_writer(ino, fi, h, ctx->pid);
 	} else if (h->fd >= 0) {
 		open_reader(ino, fi, h);
 	} else if (ino->stage && ino->writers == 0 && kvt_stage_error(ino->stage)) {
@@ -512,8 +543,7 @@ void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	kvt_notify(fs, &note, true);
 	if (ret < 0) {
 		handle_close(fs, h);
-		fuse_reply_err(req, -ret);
-		return;
+		return ret;
 	}
 	if (!h->writer) {
 		fi->noflush = 1;
@@ -523,7 +553,18 @@ void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 		}
 	}
 	fi->fh = (uintptr_t)h;
-	fuse_reply_open(req, fi);
+	return 0;
+}
+
+void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	int ret = open_inode(fs, kvt_inode_of(fs, n), fi, fuse_req_ctx(req));
+
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_open(req, fi);
 }
 
 /* A read of a published object: EIO once the version was purged, and

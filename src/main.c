@@ -264,6 +264,9 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 		g_message("verify=auto: the store is on %s, whose size and times do not "
 			  "prove the bytes unchanged: every open for reading hashes",
 			  fs->remote_kind);
+	if (kvt_store_no_exchange(fs->store))
+		g_message("the store's file system has no RENAME_EXCHANGE: a name is "
+			  "replaced or removed under a flock of its record");
 	if (o->ready_fd >= 0) {
 		g_autofree char *line = g_strdup_printf("ready %d\n", getpid());
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "fault.h"
+#include "hold.h"
 #include "io.h"
 #include "log.h"
 #include "object.h"
@@ -181,53 +182,6 @@ static void take_staged(struct kvt_store *s, const char *tmp, struct kvt_record 
 	kvt_dir_unlink(s->stage, tmp);
 }
 
-/* Puts the file staged at @tmp at @d/@name, atomically; what it replaced,
- * if anything, is returned in @old.  On failure @tmp stays, for the caller
- * to remove or put back. */
-static int place_staged(struct kvt_store *s, const char *tmp, struct kvt_dir *d,
-			const char *name, struct kvt_record *old)
-{
-	struct stat st;
-	int ret;
-
-	kvt_record_init(old);
-	for (int attempt = 0; attempt < 16; attempt++) {
-		ret = kvt_dir_rename(s->stage, tmp, d, name, RENAME_NOREPLACE);
-		if (ret == 0)
-			return 0;
-		if (ret == -EINVAL)
-			goto plain_rename;
-		if (ret != -EEXIST)
-			return ret;
-		if (kvt_dir_stat(d, name, &st) == 0 && S_ISDIR(st.st_mode))
-			return -EISDIR;
-		/* Swap, so that exactly the record we replaced lands in our
-		 * staging, even if another mount replaced it a moment ago. */
-		ret = kvt_dir_rename(s->stage, tmp, d, name, RENAME_EXCHANGE);
-		if (ret == 0) {
-			take_staged(s, tmp, old);
-			return 0;
-		}
-		if (ret == -EINVAL)
-			goto plain_rename;
-		if (ret != -ENOENT)
-			return ret;
-	}
-	return -EAGAIN;
-
-plain_rename:
-	/* File systems without renameat2 flags (NFS): best effort on which
-	 * record was replaced; a lost race leaves an orphan (reclaim.c). */
-	if (kvt_dir_stat(d, name, &st) == 0 && S_ISDIR(st.st_mode))
-		return -EISDIR;
-	if (kvt_name_read(d, name, old, NULL) < 0)
-		kvt_record_clear(old);
-	ret = kvt_dir_rename(s->stage, tmp, d, name, 0);
-	if (ret < 0)
-		kvt_record_clear(old);
-	return ret;
-}
-
 /* Puts the file staged at @tmp at @d/@name if nothing is there (-EEXIST
  * if something is).  On failure @tmp stays. */
 static int place_new(struct kvt_store *s, const char *tmp, struct kvt_dir *d, const char *name)
@@ -243,6 +197,91 @@ static int place_new(struct kvt_store *s, const char *tmp, struct kvt_dir *d, co
 	if (ret == 0)
 		kvt_dir_unlink(s->stage, tmp);
 	return ret;
+}
+
+/* Renames the file staged at @tmp over the record at @d/@name, which it
+ * returns in @old: held while it goes (hold.h), so that it is exactly
+ * the one replaced.  -ENOENT when the name went meanwhile. */
+static int replace_held(struct kvt_store *s, const char *tmp, struct kvt_dir *d,
+			const char *name, struct kvt_record *old)
+{
+	struct stat st;
+	kvt_autofd fd = kvt_hold_record(d, name, &st);
+	int ret;
+
+	/* Something else than a record (planted there) is replaced unheld:
+	 * it names no object. */
+	if (fd < 0 && fd != -EBADMSG)
+		return fd;
+	if (fd >= 0 && read_record_fd(fd, name, &st, old) < 0)
+		kvt_record_clear(old);
+	ret = kvt_dir_rename(s->stage, tmp, d, name, 0);
+	if (ret < 0)
+		kvt_record_clear(old);
+	return ret;
+}
+
+static bool no_exchange(struct kvt_store *s)
+{
+	return __atomic_load_n(&s->no_exchange, __ATOMIC_RELAXED);
+}
+
+/* Puts the file staged at @tmp at @d/@name, atomically; what it replaced,
+ * if anything, is returned in @old.  On failure @tmp stays, for the caller
+ * to remove or put back. */
+static int place_staged(struct kvt_store *s, const char *tmp, struct kvt_dir *d,
+			const char *name, struct kvt_record *old)
+{
+	struct stat st;
+	int ret;
+
+	kvt_record_init(old);
+	for (int attempt = 0; attempt < 16; attempt++) {
+		ret = place_new(s, tmp, d, name);
+		if (ret != -EEXIST)
+			return ret;
+		if (kvt_dir_stat(d, name, &st) == 0 && S_ISDIR(st.st_mode))
+			return -EISDIR;
+		if (!no_exchange(s)) {
+			/* Swap, so that exactly the record we replaced lands
+			 * in our staging, even if another mount replaced it a
+			 * moment ago. */
+			ret = kvt_dir_rename(s->stage, tmp, d, name, RENAME_EXCHANGE);
+			if (ret == 0) {
+				take_staged(s, tmp, old);
+				return 0;
+			}
+			if (ret == -EINVAL)
+				__atomic_store_n(&s->no_exchange, true, __ATOMIC_RELAXED);
+			else if (ret != -ENOENT)
+				return ret;
+		}
+		if (no_exchange(s)) {
+			ret = replace_held(s, tmp, d, name, old);
+			if (ret != -ENOENT)
+				return ret;
+		}
+	}
+	return -EAGAIN;
+}
+
+/* Renames the record at @d/@name to @tname in our staging: the one atomic
+ * step that removes a name and tells exactly which record was there;
+ * held meanwhile where names change under holds (hold.h). */
+static int take_record(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		       const char *tname)
+{
+	struct stat st;
+	kvt_autofd fd = -1;
+
+	if (no_exchange(s)) {
+		fd = kvt_hold_record(d, name, &st);
+		/* Something else than a record (planted there) goes unheld:
+		 * no mount replaces it. */
+		if (fd < 0 && fd != -EBADMSG)
+			return fd;
+	}
+	return kvt_dir_rename(d, name, s->stage, tname, 0);
 }
 
 int kvt_name_install(struct kvt_store *s, struct kvt_dir *d, const char *name,
@@ -287,6 +326,33 @@ static void drop_staged(struct kvt_store *s, const char *tmp)
 	kvt_record_clear(&gone);
 }
 
+/* kvt_name_rewrite where names change under holds: the name keeps a
+ * record throughout. */
+static int rewrite_held(struct kvt_store *s, const char *tmp, const struct stat *tmp_st,
+			struct kvt_dir *d, const char *name, const struct kvt_record *rec,
+			struct stat *rec_st)
+{
+	struct kvt_record was;
+	struct stat st;
+	kvt_autofd fd = kvt_hold_record(d, name, &st);
+	bool ours;
+	int ret = fd < 0 ? fd : 0;
+
+	kvt_record_init(&was);
+	ours = ret == 0 && read_record_fd(fd, name, &st, &was) == 0 && !strcmp(was.ref, rec->ref);
+	kvt_record_clear(&was);
+	if (ret == 0 && ours)
+		ret = kvt_dir_rename(s->stage, tmp, d, name, 0);
+	if (ret < 0 || !ours) {
+		kvt_dir_unlink(s->stage, tmp);
+		/* Gone, or another mount's version now: not ours to change. */
+		return ret == -ENOENT || ret == -EBADMSG || (ret == 0 && !ours) ? -ESTALE : ret;
+	}
+	if (kvt_dir_stat(d, name, rec_st) < 0 || rec_st->st_ino != tmp_st->st_ino)
+		memset(rec_st, 0, sizeof(*rec_st));
+	return 0;
+}
+
 int kvt_name_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		     const struct kvt_record *rec, const struct kvt_meta *meta,
 		     struct stat *rec_st)
@@ -304,6 +370,8 @@ int kvt_name_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		return ret;
 	if (kvt_dir_stat(s->stage, tmp, &st) < 0)
 		st.st_ino = 0;
+	if (no_exchange(s))
+		return rewrite_held(s, tmp, &st, d, name, rec, rec_st);
 	/* Taking the record off the name is the one atomic step that tells
 	 * exactly which version is there. */
 	ret = kvt_dir_rename(d, name, s->stage, taken, 0);
@@ -350,7 +418,7 @@ int kvt_name_take(struct kvt_store *s, struct kvt_dir *d, const char *name,
 	kvt_record_init(old);
 	/* Moving the record into our staging is the one atomic step that
 	 * removes the name; what it pointed at is then ours. */
-	ret = kvt_dir_rename(d, name, s->stage, tmp, 0);
+	ret = take_record(s, d, name, tmp);
 	if (ret == 0)
 		take_staged(s, tmp, old);
 	return ret;
@@ -419,7 +487,7 @@ static int rename_marked(struct kvt_store *s, struct kvt_dir *from, const char *
 	 * a crash in between loses the name (a miss) instead of leaving the
 	 * destination's old record at the source name. */
 	tmp = kvt_store_stage_name(s, 'r');
-	ret = kvt_dir_rename(from, fname, s->stage, tmp, 0);
+	ret = take_record(s, from, fname, tmp);
 	if (ret < 0)
 		return ret;
 	ret = place_staged(s, tmp, to, tname, replaced);
@@ -453,39 +521,83 @@ int kvt_name_rename(struct kvt_store *s, struct kvt_dir *from, const char *fname
 	return ret;
 }
 
+/* The record to go is @rec's, or with @rec NULL an unparsable one; one
+ * that parses and is not @rec's is another mount's newer version. */
+static bool other_version(const struct kvt_record *now, bool parsed,
+			  const struct kvt_record *rec)
+{
+	return parsed && (!rec || strcmp(now->ref, rec->ref));
+}
+
+/* kvt_name_purge's removal of the name where names change under holds:
+ * the record is read under the hold, and another mount's version stays
+ * where it is.  1 when it removed the name. */
+static int purge_held(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		      const struct kvt_record *rec)
+{
+	g_autofree char *tmp = kvt_store_stage_name(s, 'p');
+	struct kvt_record now;
+	struct stat st;
+	kvt_autofd fd = kvt_hold_record(d, name, &st);
+	bool other;
+	int ret;
+
+	kvt_record_init(&now);
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0 && fd != -EBADMSG)
+		return fd;
+	other = fd >= 0 && other_version(&now, read_record_fd(fd, name, &st, &now) == 0, rec);
+	kvt_record_clear(&now);
+	if (other)
+		return 0;
+	ret = kvt_dir_rename(d, name, s->stage, tmp, 0);
+	if (ret == 0)
+		kvt_dir_unlink(s->stage, tmp);
+	return ret == -ENOENT ? 0 : ret < 0 ? ret : 1;
+}
+
+/* kvt_name_purge's removal of the name: taking the record into our
+ * staging is the atomic step; another mount's version, put there
+ * meanwhile, goes back, a move (marked for reclamation, reclaim.c).  1
+ * when it removed the name. */
+static int purge_taken(struct kvt_store *s, struct kvt_dir *d, const char *name,
+		       const struct kvt_record *rec)
+{
+	g_autofree char *tmp = kvt_store_stage_name(s, 'p');
+	struct kvt_record now;
+	char *marker = NULL;
+	bool other;
+	int ret;
+
+	ret = kvt_store_move_begin(s, &marker);
+	if (ret == 0)
+		ret = kvt_dir_rename(d, name, s->stage, tmp, 0);
+	if (ret == 0) {
+		other = other_version(&now, kvt_name_read(s->stage, tmp, &now, NULL) == 0, rec);
+		if (!other || place_new(s, tmp, d, name) < 0) {
+			if (other && now.ref[0]) /* superseded again meanwhile */
+				kvt_object_release(s, &now);
+			kvt_dir_unlink(s->stage, tmp);
+		}
+		kvt_record_clear(&now);
+		ret = !other;
+	}
+	kvt_store_move_end(s, marker);
+	return ret == -ENOENT ? 0 : ret;
+}
+
 int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		   const struct kvt_record *rec)
 {
 	int removed = 0, ret = 0, obj;
 
 	if (name) {
-		g_autofree char *tmp = kvt_store_stage_name(s, 'p');
-		char *marker = NULL;
-		struct kvt_record now;
-
-		/* Taking the record into our staging is the atomic step.  The
-		 * record to go is @rec's, or with @rec NULL an unparsable one;
-		 * one that parses and is not @rec's is another mount's newer
-		 * version, put there meanwhile: it goes back, a move (marked
-		 * for reclamation, reclaim.c). */
-		ret = kvt_store_move_begin(s, &marker);
-		if (ret == 0)
-			ret = kvt_dir_rename(d, name, s->stage, tmp, 0);
-		if (ret == -ENOENT) {
+		ret = no_exchange(s) ? purge_held(s, d, name, rec) : purge_taken(s, d, name, rec);
+		if (ret > 0) {
+			removed = 1;
 			ret = 0;
-		} else if (ret == 0) {
-			bool other = kvt_name_read(s->stage, tmp, &now, NULL) == 0 &&
-				     (!rec || strcmp(now.ref, rec->ref));
-
-			if (!other || place_new(s, tmp, d, name) < 0) {
-				if (other && now.ref[0]) /* superseded again meanwhile */
-					kvt_object_release(s, &now);
-				kvt_dir_unlink(s->stage, tmp);
-			}
-			removed |= !other;
-			kvt_record_clear(&now);
 		}
-		kvt_store_move_end(s, marker);
 	}
 	if (!rec)
 		return ret < 0 ? ret : removed;

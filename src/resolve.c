@@ -96,16 +96,18 @@ void kvt_record_id(struct kvt_record *dst, const struct kvt_record *src)
  * record if the lower one changed and checks its object's size.  A torn
  * name is purged and answers ENOENT; an object that went with its record,
  * replaced by another mount meanwhile, is no torn name (kvt_name_lookup).
- * Caller holds p->lock. */
+ * A version another mount put at the name gets an inode of its own, as
+ * one put there here does: the kernel keeps the old one's size and pages
+ * for as long as it trusts them.  Caller holds p->lock. */
 static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir *pd,
-			       const char *name, struct stat *st,
+			       const char *name, struct stat *st, bool by_inode,
 			       struct kvt_inode **childp, struct kvt_note *note)
 {
 	struct kvt_inode *child = *childp, *file = child && !child->is_dir ? child : NULL;
 	struct kvt_torn_info torn = { 0 };
 	struct kvt_record rec;
 	struct stat ost;
-	bool same = false, fresh;
+	bool same = false, fresh, idle = false;
 	int ret;
 
 	kvt_record_init(&rec);
@@ -116,6 +118,9 @@ static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kv
 		       file->rec_ctime.tv_nsec == st->st_ctim.tv_nsec;
 		if (same)
 			kvt_record_id(&rec, &file->rec);
+		/* Written here: its writers' version goes to this name, over
+		 * whatever another mount put there (last close wins). */
+		idle = file->has_record && !file->writers && !kvt_inode_pending(file);
 		kvt_inode_unlock(file);
 	}
 	ret = kvt_name_lookup(fs->store, pd, name, same, &rec, st, &ost, &fresh);
@@ -130,9 +135,11 @@ static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kv
 		kvt_record_clear(&rec);
 		return ret;
 	}
-	/* Another kind under the same name: the kernel cannot change an
-	 * inode's type, so this is a new inode. */
-	if (file && !same && file->rec.kind != rec.kind) {
+	/* Another version, or another kind (the kernel cannot change an
+	 * inode's type), under the same name: a new inode.  The record file
+	 * rewritten with the same version (new metadata) is the same one. */
+	if (file && !same && (file->rec.kind != rec.kind ||
+			      (idle && strcmp(file->rec.ref, rec.ref)))) {
 		kvt_inode_detach(file);
 		file = NULL;
 	}
@@ -146,6 +153,13 @@ static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kv
 		kvt_purge_locked(fs, p, pd, name, file, &rec, &torn, note);
 		kvt_record_clear(&rec);
 		return -ENOENT;
+	}
+	if (!file && child && by_inode) {
+		/* Resolving the inode the kernel knows: it looks the name up
+		 * again (ESTALE), and a lookup makes the new one. */
+		kvt_inode_detach(child);
+		kvt_record_clear(&rec);
+		return -ESTALE;
 	}
 	if (!file) {
 		if (child)
@@ -189,7 +203,13 @@ int kvt_resolve_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_note 
 	else if (ret == 0 && !S_ISREG(st.st_mode))
 		ret = -ENOENT;
 	else if (ret == 0)
-		ret = resolve_file_locked(fs, p, pd, ino->name, &st, &child, note);
+		ret = resolve_file_locked(fs, p, pd, ino->name, &st, true, &child, note);
+	if (ret == -ESTALE && !note->parent) {
+		/* Another mount's version took the name: the kernel's entry
+		 * goes, so that its next walk looks the name up. */
+		note->parent = kvt_nodeid_of(fs, p);
+		note->name = g_strdup(ino->name);
+	}
 	kvt_inode_unlock(p);
 	kvt_dir_unref(pd);
 	return ret;
@@ -231,7 +251,7 @@ int kvt_do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir *p
 		ret = -ENOENT; /* nothing kvtierfs wrote */
 		goto out;
 	}
-	ret = resolve_file_locked(fs, parent, pd, name, &st, &child, note);
+	ret = resolve_file_locked(fs, parent, pd, name, &st, false, &child, note);
 	if (ret < 0)
 		goto out;
 found:
@@ -302,7 +322,10 @@ void kvt_op_getattr(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	int ret = kvt_resolve_inode(fs, ino, &note);
 
 	kvt_notify(fs, &note, true);
-	kvt_reply_attr(req, fs, ino, ret);
+	/* Replaced by another mount: what this inode was, unlinked; it is
+	 * what an fstat of it asks for (fstat tells no handle), and a stat
+	 * of the path finds the new version next time. */
+	kvt_reply_attr(req, fs, ino, ret == -ESTALE ? 0 : ret);
 }
 
 /* How long a statfs waits for the lower disk's answer to another one

@@ -30,7 +30,11 @@ int kvt_do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir *p
 
 /* At OPEN and GETATTR: checks that @ino's name still resolves to a whole
  * object.  A file unlinked while the kernel holds it is served from
- * memory for as long as its object exists. */
+ * memory for as long as its object exists.  -ESTALE when another mount
+ * put another version at the name: @ino is detached, keeping its own
+ * version for those who hold it open, and @note makes the kernel forget
+ * the name's entry, so that a walk of the path finds the new version's
+ * inode (the kernel's open and stat retry on ESTALE). */
 int kvt_resolve_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_note *note);
 
 /* Takes a published record into @ino (caller holds ino->lock): @rec is

@@ -11,6 +11,9 @@ struct kvt_store {
 	char *mount_id;
 	guint64 seq;             /* unique names in staging and references */
 	guint stale_removed;
+	/* The lower file system refuses RENAME_EXCHANGE (GlusterFS, NFS):
+	 * names change under a hold (hold.h). */
+	bool no_exchange;
 	struct kvt_stats *stats;
 	/* objects/<ab>, opened as first used: a fixed number of fds. */
 	GMutex fanout_lock;

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h> /* RENAME_EXCHANGE */
 #include <string.h>
 #include <unistd.h>
 
@@ -71,6 +72,34 @@ static int make_stage(struct kvt_store *s)
 	return -EAGAIN;
 }
 
+/* Whether the lower file system swaps two names (RENAME_EXCHANGE); a
+ * publication learns then exactly which record it replaced.  Asked once,
+ * of two files in our staging. */
+static int probe_exchange(struct kvt_store *s)
+{
+	g_autofree char *a = kvt_store_stage_name(s, 'e');
+	g_autofree char *b = kvt_store_stage_name(s, 'e');
+	int ret = 0;
+
+	for (const char *n = a; n && ret == 0; n = n == a ? b : NULL) {
+		int fd = kvt_dir_open_file(s->stage, n, O_WRONLY | O_CREAT | O_EXCL, 0600, NULL);
+
+		if (fd < 0)
+			ret = fd;
+		else
+			close(fd);
+	}
+	if (ret == 0) {
+		ret = kvt_dir_rename(s->stage, a, s->stage, b, RENAME_EXCHANGE);
+		s->no_exchange = ret == -EINVAL;
+		if (ret == -EINVAL)
+			ret = 0;
+	}
+	kvt_dir_unlink(s->stage, a);
+	kvt_dir_unlink(s->stage, b);
+	return ret;
+}
+
 struct kvt_store *kvt_store_open(const char *lowerdir, GError **err)
 {
 	struct kvt_store *s = g_new0(struct kvt_store, 1);
@@ -113,6 +142,13 @@ struct kvt_store *kvt_store_open(const char *lowerdir, GError **err)
 			    g_strerror(-ret));
 		goto fail;
 	}
+	ret = probe_exchange(s);
+	if (ret < 0) {
+		g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(-ret),
+			    "LOWERDIR %s: cannot write in staging: %s", lowerdir,
+			    g_strerror(-ret));
+		goto fail;
+	}
 	return s;
 fail:
 	kvt_store_close(s);
@@ -146,6 +182,11 @@ struct kvt_dir *kvt_store_names(struct kvt_store *s)
 guint kvt_store_stale_removed(struct kvt_store *s)
 {
 	return s->stale_removed;
+}
+
+bool kvt_store_no_exchange(struct kvt_store *s)
+{
+	return __atomic_load_n(&s->no_exchange, __ATOMIC_RELAXED);
 }
 
 int kvt_store_other_mounts(struct kvt_store *s)

@@ -34,6 +34,9 @@ void kvt_store_close(struct kvt_store *s);
 struct kvt_dir *kvt_store_names(struct kvt_store *s);
 /* Dead mounts' staging directories removed by kvt_store_open. */
 guint kvt_store_stale_removed(struct kvt_store *s);
+/* The lower file system refuses RENAME_EXCHANGE: names change under
+ * holds (hold.h). */
+bool kvt_store_no_exchange(struct kvt_store *s);
 /* How many other mounts hold their staging lock now (this mount is not
  * counted), or -errno. */
 int kvt_store_other_mounts(struct kvt_store *s);

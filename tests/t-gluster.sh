@@ -8,9 +8,8 @@
 # kvtierfs-fsck finds the store clean after; a kill -9 of K1 during stores
 # leaves K2 serving and its staging alone, and K1's remount removes only
 # its own; both hosts renaming versions of one size over the same names
-# while reading them read only whole versions.  (The object references
-# such races leave behind, and versions of another size, are not covered:
-# see the README.)
+# while reading them read only whole versions (t-gluster-race.sh races
+# harder: versions of two sizes, both ways of storing, fsck after).
 # kvt-timeout: 600
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/gluster.sh"

@@ -19,6 +19,24 @@ static void atomic_max(atomic_ullong *a, unsigned long long v)
 		;
 }
 
+/* --size-odd: odd versions have another size, so that a name's
+ * versions change size as they replace one another. */
+static uint64_t version_size(uint64_t ver)
+{
+	return O.size_odd && (ver & 1) ? O.size_odd : O.size;
+}
+
+static uint64_t largest_size(void)
+{
+	return O.size_odd > O.size ? O.size_odd : O.size;
+}
+
+/* The length a whole read must have: any version's (0: the header's). */
+static uint64_t want_size(void)
+{
+	return O.size_odd ? 0 : O.size;
+}
+
 static void key_path(char *out, size_t n, uint64_t key)
 {
 	if (strcmp(O.cmd, "lmcache") == 0)
@@ -31,11 +49,11 @@ static void *lmcache_writer(void *arg)
 {
 	struct worker *w = arg;
 	struct counters *c = w->c;
-	unsigned char *buf = alloc_buf(O.size);
+	unsigned char *buf = alloc_buf(largest_size());
 	char path[PATH_MAX];
 
 	for (int r = 0; r < O.rounds && !stopped(); r++) {
-		uint64_t ver = O.version + (uint64_t)r;
+		uint64_t ver = O.version + (uint64_t)r, size = version_size(ver);
 
 		for (uint64_t i = (uint64_t)w->idx; i < O.blocks && !stopped();
 		     i += (uint64_t)O.writers) {
@@ -44,7 +62,7 @@ static void *lmcache_writer(void *arg)
 			int fd, e;
 
 			pt_path(path, sizeof(path), key);
-			fill_block(buf, O.size, key, ver);
+			fill_block(buf, size, key, ver);
 			atomic_max(&g_started[i], ver);
 			atomic_fetch_add(&c->ops, 1);
 			fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | dflag(),
@@ -56,7 +74,7 @@ static void *lmcache_writer(void *arg)
 					      "O_WRONLY|O_TRUNC): %s", errname(e));
 				continue;
 			}
-			e = write_block(fd, buf, O.size, O.chunk, &done);
+			e = write_block(fd, buf, size, O.chunk, &done);
 			if (e) {
 				close(fd);
 				if (!store_stops(path, e))
@@ -71,7 +89,7 @@ static void *lmcache_writer(void *arg)
 					      errname(e));
 				continue;
 			}
-			atomic_fetch_add(&c->bytes, O.size);
+			atomic_fetch_add(&c->bytes, size);
 			atomic_store(&g_published[i], 1);
 			manifest_stored(LAYOUT_PT, key, ver);
 			progress_tick(c);
@@ -85,7 +103,7 @@ static void *race_writer(void *arg)
 {
 	struct worker *w = arg;
 	struct counters *c = w->c;
-	unsigned char *buf = alloc_buf(O.size);
+	unsigned char *buf = alloc_buf(largest_size());
 	uint64_t rs = thread_seed(w->idx);
 	uint64_t suffix = rng_next(&rs) >> 1;
 	char dest[PATH_MAX], tmp[PATH_MAX + 32];
@@ -94,6 +112,7 @@ static void *race_writer(void *arg)
 		/* distinct per writer and round: 1..writers*rounds (+base) */
 		uint64_t ver = O.version + (uint64_t)r * (uint64_t)O.writers +
 			       (uint64_t)w->idx;
+		uint64_t size = version_size(ver);
 
 		/* each writer starts at another name, so that the
 		 * writers do not move over the names in lockstep */
@@ -112,7 +131,7 @@ static void *race_writer(void *arg)
 			}
 			snprintf(tmp, sizeof(tmp), "%s_%" PRIu64 ".tmp", dest,
 				 suffix);
-			fill_block(buf, O.size, key, ver);
+			fill_block(buf, size, key, ver);
 			atomic_max(&g_started[i], ver);
 			fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_TRUNC |
 				  dflag(), 0644);
@@ -121,7 +140,7 @@ static void *race_writer(void *arg)
 				      errname(errno));
 				continue;
 			}
-			e = write_block(fd, buf, O.size, 0, &done);
+			e = write_block(fd, buf, size, 0, &done);
 			if (e) {
 				close(fd);
 				unlink(tmp);
@@ -140,7 +159,7 @@ static void *race_writer(void *arg)
 				unlink(tmp);
 				continue;
 			}
-			atomic_fetch_add(&c->bytes, O.size);
+			atomic_fetch_add(&c->bytes, size);
 			atomic_store(&g_published[i], 1);
 			progress_tick(c);
 		}
@@ -168,7 +187,7 @@ static struct rstats g_rs;
 static void *reader_thread(void *arg)
 {
 	struct worker *w = arg;
-	size_t cap = O.size + ALIGN;
+	size_t cap = largest_size() + ALIGN;
 	unsigned char *buf = alloc_buf(cap);
 	uint64_t rs = thread_seed(1000 + w->idx);
 	uint64_t *seen = calloc(O.blocks, sizeof(*seen));
@@ -213,7 +232,7 @@ static void *reader_thread(void *arg)
 			continue;
 		}
 		close(fd);
-		if (check_whole(path, buf, (size_t)n, key, 0, O.size, &gk,
+		if (check_whole(path, buf, (size_t)n, key, 0, want_size(), &gk,
 				&gv) < 0)
 			continue;
 		atomic_fetch_add(&g_rs.hits, 1);
@@ -226,12 +245,12 @@ static void *reader_thread(void *arg)
 			      "(highest begun %llu)", gv,
 			      atomic_load(&g_started[i]));
 		}
-		if (lm && gv < seen[i]) {
+		if (lm && gv < seen[i] && (!O.shared || own_version(gv))) {
 			atomic_fetch_add(&g_wrong, 1);
 			failf(path, 8, "went back from version %" PRIu64
 			      " to older version %" PRIu64, seen[i], gv);
 		}
-		if (gv > seen[i])
+		if (gv > seen[i] && (!O.shared || own_version(gv)))
 			seen[i] = gv;
 	}
 	free(seen);
@@ -299,7 +318,7 @@ int cmd_concurrent(void)
 
 	/* final state: every key present with a valid version */
 	t0 = now_sec();
-	buf = alloc_buf(O.size + ALIGN);
+	buf = alloc_buf(largest_size() + ALIGN);
 	for (uint64_t i = 0; i < O.blocks && !stopped(); i++) {
 		uint64_t key = O.key_base + i, gk, gv;
 		ssize_t n;
@@ -311,15 +330,17 @@ int cmd_concurrent(void)
 			failf(path, 0, "final read: open: %s", errname(errno));
 			continue;
 		}
-		n = read_whole(fd, buf, O.size + ALIGN);
+		n = read_whole(fd, buf, largest_size() + ALIGN);
 		close(fd);
 		if (n < 0) {
 			failf(path, 0, "final read: %s", errname(errno));
 			continue;
 		}
-		if (check_whole(path, buf, (size_t)n, key, 0, O.size, &gk, &gv))
+		if (check_whole(path, buf, (size_t)n, key, 0, want_size(), &gk, &gv))
 			continue;
-		if (lm && gv != O.version + (uint64_t)O.rounds - 1) {
+		/* --shared: the other process's last version may be last */
+		if (lm && gv != O.version + (uint64_t)O.rounds - 1 &&
+		    (!O.shared || own_version(gv))) {
 			failf(path, 8, "final version %" PRIu64 ", expected the "
 			      "last one written, %" PRIu64, gv,
 			      O.version + (uint64_t)O.rounds - 1);

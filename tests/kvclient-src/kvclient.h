@@ -42,6 +42,7 @@ struct options {
 	int version_set, size_set;
 	int threads, writers, readers, rounds;
 	size_t size, chunk;
+	size_t size_odd; /* race, lmcache: odd versions' size (0: --size) */
 	int odirect; /* -1: command default */
 	int no_rename, stop_on_enospc, keep_going, no_tmp;
 	long long expect, min;

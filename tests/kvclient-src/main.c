@@ -82,6 +82,8 @@ static const char usage_text[] =
 "  --rounds N         lmcache/race versions written per key (default 20)\n"
 "  --size BYTES       block size, K/M/G suffixes (default 2M; >= 32;\n"
 "                     a multiple of 4096 with --odirect)\n"
+"  --size-odd BYTES   lmcache/race: odd versions are BYTES long, so that\n"
+"                     a name's versions change size; reads take any size\n"
 "  --chunk BYTES      write chunk for llmd/lmcache (default 1M)\n"
 "  --odirect          use O_DIRECT (default for vllm-* and probe without\n"
 "                     --mmap)\n"
@@ -155,7 +157,7 @@ static const char usage_text[] =
 "                     fails with ENOTCONN or ECONNABORTED (or EIO, when a\n"
 "                     statfs of --dir answers ENOTCONN then) ends the run,\n"
 "                     prints \"gone <ERRNO>\" and is not a failure\n"
-"  --shared           race: another process writes the same names with\n"
+"  --shared           race, lmcache: another process writes the same names with\n"
 "                     other versions (its own --version range): no unlink\n"
 "                     before the run, its versions are checked whole only\n"
 "  --pt               evict: the LMCache names instead of the vLLM layout\n"
@@ -318,7 +320,9 @@ int main(int argc, char **argv)
 		else if (ARG("--size")) {
 			O.size = parse_num(name, v, 1);
 			O.size_set = 1;
-		} else if (ARG("--chunk"))
+		} else if (ARG("--size-odd"))
+			O.size_odd = parse_num(name, v, 32);
+		else if (ARG("--chunk"))
 			O.chunk = parse_num(name, v, 1);
 		else if (ARG("--version")) {
 			O.version = parse_num(name, v, 0);
@@ -409,8 +413,10 @@ int main(int argc, char **argv)
 	    strcmp(O.cmd, "lmcache") && strcmp(O.cmd, "evict") && strcmp(O.cmd, "verify"))
 		usage_error("--manifest is for vllm-store, vllm-load, lmcache, evict and "
 			    "verify");
-	if (O.shared && strcmp(O.cmd, "race"))
-		usage_error("--shared is for race");
+	if (O.shared && strcmp(O.cmd, "race") && strcmp(O.cmd, "lmcache"))
+		usage_error("--shared is for race and lmcache");
+	if (O.size_odd && strcmp(O.cmd, "race") && strcmp(O.cmd, "lmcache"))
+		usage_error("--size-odd is for race and lmcache");
 	if (O.pt && strcmp(O.cmd, "evict"))
 		usage_error("--pt is for evict");
 	if (stat(O.dir, &st) < 0 || !S_ISDIR(st.st_mode))

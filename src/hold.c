@@ -1,0 +1,55 @@
+/* Holding a name's record across mounts (hold.h). */
+#include "hold.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "log.h"
+
+/* flock with a deadline: a blocking flock could wait forever on a holder
+ * whose host stopped answering (invariant 9). */
+static int lock_until(int fd, gint64 until)
+{
+	gulong pause = 100;
+
+	while (flock(fd, LOCK_EX | LOCK_NB)) {
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return -errno;
+		if (g_get_monotonic_time() >= until)
+			return -EBUSY;
+		g_usleep(pause);
+		pause = MIN(pause * 2, 20000);
+	}
+	return 0;
+}
+
+int kvt_hold_record(struct kvt_dir *d, const char *name, struct stat *st)
+{
+	gint64 until = g_get_monotonic_time() + KVT_HOLD_PATIENCE_US;
+
+	for (;;) {
+		struct stat now;
+		int fd = kvt_dir_open_file(d, name, O_RDONLY, 0, st);
+		int ret;
+
+		if (fd < 0)
+			return fd;
+		ret = lock_until(fd, until);
+		if (ret == 0)
+			ret = kvt_dir_stat(d, name, &now);
+		if (ret == 0 && now.st_ino == st->st_ino && now.st_dev == st->st_dev)
+			return fd;
+		close(fd);
+		if (ret == -EBUSY)
+			g_warning("the record of %s was held by another mount for %d s", name,
+				  (int)(KVT_HOLD_PATIENCE_US / G_USEC_PER_SEC));
+		/* 0: another mount changed the name while we waited: the
+		 * record there now is the one to hold. */
+		if (ret < 0)
+			return ret;
+	}
+}
