@@ -1,5 +1,6 @@
 /* The door's fault layer (fault.h): the spec parser and the rules. */
 #include "fault.h"
+#include "lowerr.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -323,7 +324,8 @@ int kvt_fault_check_names(enum kvt_fault_op op, const char *const *names, guint 
 			g_debug("fault: %s %s%s%s: %s", op_names[op],
 				n && names[0] ? names[0] : "-", n > 1 && names[1] ? " " : "",
 				n > 1 && names[1] ? names[1] : "", g_strerror(r->err));
-			return -r->err;
+			/* As a failure of the lower file system would be. */
+			return kvt_lower_failed(op_names[op], n ? names[0] : NULL, r->err);
 		}
 	}
 	return 0;

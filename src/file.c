@@ -12,6 +12,7 @@
 
 #include "forget.h"
 #include "io.h"
+#include "lowerr.h"
 #include "object.h"
 #include "purge.h"
 #include "receive.h"
@@ -467,6 +468,13 @@ static void open_reader(struct kvt_inode *ino, struct fuse_file_info *fi, struct
 	}
 }
 
+/* How often an open looks again at a version replaced (here, or by
+ * another mount) between its look at the name and the open of the
+ * object, before it answers EIO: as often as a lookup does (name.c).
+ * Two hosts rewriting one name in place every few milliseconds made an
+ * open lose eight times in a row. */
+#define OPEN_TRIES 64
+
 /* Opens @ino as @fi asks, for @ctx's process: fi->fh gets the handle. */
 static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file_info *fi,
 		      const struct fuse_ctx *ctx)
@@ -489,7 +497,7 @@ static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file
 	h = handle_new(fs);
 	/* A writer in place may replace the version between our look at
 	 * the inode and the open of its object: then look again. */
-	for (int attempt = 0; reader && attempt < 8; attempt++) {
+	for (int attempt = 0; reader && attempt < OPEN_TRIES; attempt++) {
 		kvt_notify(fs, &note, true);
 		ret = kvt_resolve_inode(fs, ino, &note);
 		kvt_inode_lock(ino);
@@ -509,7 +517,7 @@ static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file
 			break;
 	}
 	if (ret == -EAGAIN || ret == -ESTALE)
-		ret = -EIO; /* replaced eight times over while we looked */
+		ret = -EIO; /* replaced every time we looked */
 	kvt_inode_lock(ino);
 	if (ret < 0) {
 		/* torn or gone */
@@ -612,7 +620,7 @@ static ssize_t read_object(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *
 		buf = g_malloc(want ? want : 1);
 		got = kvt_pread_full(h->fd, buf, want, off);
 		if (got < 0)
-			return got;
+			return kvt_lower_failed("read", h->rec.ref, (int)-got);
 	}
 	if ((uint64_t)got == want) {
 		fuse_reply_buf(req, buf, got);

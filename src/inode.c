@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "dircache.h"
 #include "forget.h"
 #include "object.h"
 
@@ -253,6 +254,66 @@ int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out
 			return ret;
 	}
 	return -ENOENT;
+}
+
+bool kvt_dir_gone(struct kvt_dir *d)
+{
+	struct stat st;
+	int ret = kvt_dir_stat(d, NULL, &st);
+
+	/* A removed directory has no link left on a local file system; a
+	 * network one may answer that it does not know it any more. */
+	return ret == -ENOENT || ret == -ESTALE || (ret == 0 && st.st_nlink == 0);
+}
+
+int kvt_inode_dir_remake(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out)
+{
+	g_autofree char *name = NULL;
+	struct kvt_dir *pd = NULL, *d = NULL;
+	struct kvt_inode *p;
+	bool made = false;
+	int ret;
+
+	*out = NULL;
+	if (dir == fs->root)
+		return -ENOENT; /* names/ itself: the store is broken */
+	kvt_tree_lock(fs);
+	p = dir->unlinked ? NULL : dir->parent;
+	if (p) {
+		kvt_inode_ref(p);
+		name = g_strdup(dir->name);
+	}
+	kvt_tree_unlock(fs);
+	if (!p)
+		return -ENOENT;
+	ret = kvt_inode_dir(fs, p, &pd);
+	if (ret == 0 && p != fs->root && kvt_dir_gone(pd)) {
+		kvt_dir_unref(pd);
+		ret = kvt_inode_dir_remake(fs, p, &pd);
+	}
+	if (ret == 0) {
+		ret = kvt_dir_open(pd, name, &d);
+		if (ret == -ENOENT) {
+			ret = kvt_dir_mkdir(pd, name, 0755);
+			made = ret == 0;
+			if (ret == 0 || ret == -EEXIST)
+				ret = kvt_dir_open(pd, name, &d);
+		}
+	}
+	if (ret == 0) {
+		/* Under the parent's lock, where lookups compare it. */
+		kvt_inode_lock(p);
+		dir->dev = d->dev;
+		dir->lower_ino = d->ino;
+		kvt_inode_unlock(p);
+		kvt_dircache_put(fs->dirs, dir->serial, d);
+		g_message("directory %s was removed by another mount: %s", name,
+			  made ? "made again" : "another mount made it again; using that one");
+		*out = d;
+	}
+	kvt_dir_unref(pd);
+	kvt_inode_unref(fs, p);
+	return ret;
 }
 
 struct kvt_inode *kvt_lock_parent(struct kvt_fs *fs, struct kvt_inode *ino,

@@ -127,6 +127,16 @@ void kvt_inodes_free_all(struct kvt_fs *fs);
  * from its parent's, one component without following links, and checked
  * to be the directory the inode knows.  No inode lock may be held. */
 int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out);
+/* Whether the lower directory @d is gone: removed (by another mount:
+ * this one removes a directory only with its inode). */
+bool kvt_dir_gone(struct kvt_dir *d);
+/* @dir's lower directory is gone (kvt_dir_gone): another mount removed
+ * it, and maybe made one again by its name.  The directory at its path
+ * now, made again if none is there (and its parents too), becomes
+ * @dir's; *@out gets it, referenced.  For a step that failed with ENOENT
+ * or ESTALE in @dir, and is then made again.  No inode lock may be
+ * held. */
+int kvt_inode_dir_remake(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out);
 /* Locks and returns @ino's current parent, with its lower directory in
  * *@d (referenced); NULL (and *@d NULL) when @ino was unlinked, or its
  * directory cannot be opened (*@err says why, else 0). */

@@ -1,6 +1,7 @@
 /* The door to LOWERDIR (rules in lower.h). */
 #include "lower.h"
 #include "fault.h"
+#include "lowerr.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -59,6 +60,23 @@ bool kvt_name_ok(const char *name)
 		if (fault_)                                   \
 			return fault_;                        \
 	} while (0)
+
+#define FAIL(op, name) kvt_lower_failed(op, name, errno)
+
+/* ESTALE: the file system's handle for a name went stale under it (a
+ * network file system, whose other clients changed the name); the
+ * kernel looked it up again once.  A call that changes nothing is made
+ * again, as often: a name asked for again is looked up afresh. */
+#define AGAIN_IF_STALE(call)                                               \
+	({                                                                 \
+		__typeof__(call) r_;                                       \
+		for (int try_ = 0;; try_++) {                              \
+			r_ = (call);                                       \
+			if (r_ >= 0 || errno != ESTALE || try_ == 2)       \
+				break;                                     \
+		}                                                          \
+		r_;                                                        \
+	})
 
 int kvt_dir_open_root(const char *path, struct kvt_dir **out)
 {
@@ -125,9 +143,10 @@ int kvt_dir_open(struct kvt_dir *at, const char *relpath, struct kvt_dir **out)
 		if (fd < 0)
 			return fd;
 	} else {
-		fd = openat(at->fd, relpath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fd = AGAIN_IF_STALE(openat(at->fd, relpath,
+					   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 		if (fd < 0)
-			return -errno;
+			return FAIL("opendir", relpath);
 	}
 	*out = dir_new(fd);
 	return 0;
@@ -137,9 +156,10 @@ int kvt_dir_stat(struct kvt_dir *d, const char *name, struct stat *st)
 {
 	FAULT(KVT_FAULT_STAT, name, NULL);
 	if (!name)
-		return fstat(d->fd, st) ? -errno : 0;
+		return fstat(d->fd, st) ? FAIL("stat", ".") : 0;
 	CHECK_NAME(name);
-	return fstatat(d->fd, name, st, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+	return AGAIN_IF_STALE(fstatat(d->fd, name, st, AT_SYMLINK_NOFOLLOW)) ? FAIL("stat", name)
+									      : 0;
 }
 
 int kvt_dir_open_file(struct kvt_dir *d, const char *name, int flags, mode_t mode,
@@ -153,13 +173,15 @@ int kvt_dir_open_file(struct kvt_dir *d, const char *name, int flags, mode_t mod
 	/* O_NONBLOCK: a FIFO planted where a file should be must not hang
 	 * the open; it is refused below.  On a regular file it changes
 	 * nothing. */
-	fd = openat(d->fd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
+	fd = flags & O_CREAT ? openat(d->fd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode)
+			     : AGAIN_IF_STALE(openat(d->fd, name,
+						     flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode));
 	if (fd < 0)
-		return errno == ELOOP || errno == ENXIO ? -EBADMSG : -errno;
+		return errno == ELOOP || errno == ENXIO ? -EBADMSG : FAIL("open", name);
 	if (!st)
 		st = &own;
 	if (fstat(fd, st)) {
-		int ret = -errno;
+		int ret = FAIL("stat", name);
 
 		close(fd);
 		return ret;
@@ -175,21 +197,21 @@ int kvt_dir_mkdir(struct kvt_dir *d, const char *name, mode_t mode)
 {
 	CHECK_NAME(name);
 	FAULT(KVT_FAULT_MKDIR, name, NULL);
-	return mkdirat(d->fd, name, mode) ? -errno : 0;
+	return mkdirat(d->fd, name, mode) ? FAIL("mkdir", name) : 0;
 }
 
 int kvt_dir_rmdir(struct kvt_dir *d, const char *name)
 {
 	CHECK_NAME(name);
 	FAULT(KVT_FAULT_RMDIR, name, NULL);
-	return unlinkat(d->fd, name, AT_REMOVEDIR) ? -errno : 0;
+	return unlinkat(d->fd, name, AT_REMOVEDIR) ? FAIL("rmdir", name) : 0;
 }
 
 int kvt_dir_unlink(struct kvt_dir *d, const char *name)
 {
 	CHECK_NAME(name);
 	FAULT(KVT_FAULT_UNLINK, name, NULL);
-	return unlinkat(d->fd, name, 0) ? -errno : 0;
+	return unlinkat(d->fd, name, 0) ? FAIL("unlink", name) : 0;
 }
 
 int kvt_dir_link(struct kvt_dir *from, const char *fname, struct kvt_dir *to,
@@ -198,7 +220,7 @@ int kvt_dir_link(struct kvt_dir *from, const char *fname, struct kvt_dir *to,
 	CHECK_NAME(fname);
 	CHECK_NAME(tname);
 	FAULT(KVT_FAULT_LINK, fname, tname);
-	return linkat(from->fd, fname, to->fd, tname, 0) ? -errno : 0;
+	return linkat(from->fd, fname, to->fd, tname, 0) ? FAIL("link", fname) : 0;
 }
 
 int kvt_dir_rename(struct kvt_dir *from, const char *fname, struct kvt_dir *to,
@@ -207,7 +229,7 @@ int kvt_dir_rename(struct kvt_dir *from, const char *fname, struct kvt_dir *to,
 	CHECK_NAME(fname);
 	CHECK_NAME(tname);
 	FAULT(KVT_FAULT_RENAME, fname, tname);
-	return renameat2(from->fd, fname, to->fd, tname, flags) ? -errno : 0;
+	return renameat2(from->fd, fname, to->fd, tname, flags) ? FAIL("rename", fname) : 0;
 }
 
 int kvt_dir_setattr(struct kvt_dir *d, const char *name, unsigned int which,
@@ -226,20 +248,20 @@ int kvt_dir_setattr(struct kvt_dir *d, const char *name, unsigned int which,
 		target = fd;
 	}
 	if ((which & KVT_SET_MODE) && fchmod(target, mode & 07777))
-		return -errno;
+		return FAIL("chmod", name);
 	if ((which & (KVT_SET_UID | KVT_SET_GID)) &&
 	    fchown(target, which & KVT_SET_UID ? uid : (uid_t)-1,
 		   which & KVT_SET_GID ? gid : (gid_t)-1))
-		return -errno;
+		return FAIL("chown", name);
 	if ((which & KVT_SET_TIMES) && futimens(target, ts))
-		return -errno;
+		return FAIL("utimens", name);
 	return 0;
 }
 
 int kvt_dir_sync(struct kvt_dir *d)
 {
 	FAULT(KVT_FAULT_SYNC, NULL, NULL);
-	return fsync(d->fd) ? -errno : 0;
+	return fsync(d->fd) ? FAIL("fsync", ".") : 0;
 }
 
 int kvt_dir_sync_up(struct kvt_dir *d, struct kvt_dir *top)
@@ -259,7 +281,7 @@ int kvt_dir_sync_up(struct kvt_dir *d, struct kvt_dir *top)
 		if (ret < 0)
 			break;
 		if (fsync(fd) || fstat(fd, &st)) {
-			ret = -errno;
+			ret = FAIL("fsync", "..");
 			break;
 		}
 		if ((st.st_dev == top->dev && st.st_ino == top->ino) ||
@@ -280,7 +302,7 @@ int kvt_dir_sync_up(struct kvt_dir *d, struct kvt_dir *top)
 
 int kvt_dir_statvfs(struct kvt_dir *d, struct statvfs *sv)
 {
-	return fstatvfs(d->fd, sv) ? -errno : 0;
+	return fstatvfs(d->fd, sv) ? FAIL("statfs", ".") : 0;
 }
 
 /* statfs(2) magic numbers (linux/magic.h and the file systems' own) of
@@ -328,25 +350,25 @@ ssize_t kvt_dir_getxattr(struct kvt_dir *d, const char *name, void *buf, size_t 
 {
 	ssize_t n = fgetxattr(d->fd, name, buf, size);
 
-	return n < 0 ? -errno : n;
+	return n < 0 ? FAIL("getxattr", name) : n;
 }
 
 int kvt_dir_setxattr(struct kvt_dir *d, const char *name, const void *value,
 		     size_t size, int flags)
 {
-	return fsetxattr(d->fd, name, value, size, flags) ? -errno : 0;
+	return fsetxattr(d->fd, name, value, size, flags) ? FAIL("setxattr", name) : 0;
 }
 
 ssize_t kvt_dir_listxattr(struct kvt_dir *d, char *buf, size_t size)
 {
 	ssize_t n = flistxattr(d->fd, buf, size);
 
-	return n < 0 ? -errno : n;
+	return n < 0 ? FAIL("listxattr", ".") : n;
 }
 
 int kvt_dir_removexattr(struct kvt_dir *d, const char *name)
 {
-	return fremovexattr(d->fd, name) ? -errno : 0;
+	return fremovexattr(d->fd, name) ? FAIL("removexattr", name) : 0;
 }
 
 static int entry_cmp(gconstpointer a, gconstpointer b)
@@ -375,7 +397,7 @@ GPtrArray *kvt_dir_list(struct kvt_dir *d, bool sorted, int *err)
 	struct dirent *de;
 
 	if (!dir) {
-		*err = -errno;
+		*err = FAIL("opendir", ".");
 		if (fd >= 0)
 			close(fd);
 		return NULL;
@@ -398,7 +420,7 @@ GPtrArray *kvt_dir_list(struct kvt_dir *d, bool sorted, int *err)
 		memcpy(e->name, de->d_name, len + 1);
 		g_ptr_array_add(out, e);
 	}
-	*err = -errno;
+	*err = errno ? FAIL("readdir", ".") : 0;
 	closedir(dir);
 	if (!*err && kvt_faults_on)
 		*err = list_fault(out);

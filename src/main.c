@@ -15,6 +15,7 @@
 #include "fs.h"
 #include "inode.h"
 #include "log.h"
+#include "lowerr.h"
 #include "notify.h"
 #include "options.h"
 #include "receive.h"
@@ -200,6 +201,7 @@ static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_s
 	fs->max_inodes = o->max_inodes;
 	fs->verifier = kvt_verifier_new(o->verify_cache);
 	kvt_store_set_stats(store, &fs->stats);
+	kvt_lower_errors_to(&fs->stats);
 	fs->notifier = kvt_notifier_new(fs);
 	/* The figures statfs falls back on; none yet is all zeros. */
 	kvt_dir_statvfs(kvt_store_names(store), &fs->statfs_last);
@@ -210,6 +212,7 @@ static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_s
 static void fs_fini(struct kvt_fs *fs)
 {
 	kvt_notifier_free(g_steal_pointer(&fs->notifier));
+	kvt_lower_errors_to(NULL);
 	kvt_fs_free_all(fs);
 	kvt_dircache_free(fs->dirs);
 	kvt_store_close(fs->store);

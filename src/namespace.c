@@ -42,13 +42,20 @@ void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	struct fuse_entry_param e;
 	int ret = kvt_inode_dir(fs, p, &pd);
 
-	if (ret == 0) {
+	for (int remade = 0; ret == 0; remade++) {
 		kvt_inode_lock(p);
 		if (g_hash_table_lookup(p->children, name))
 			ret = -EEXIST;
 		else
 			ret = make_dir(pd, name, mode, fuse_req_ctx(req));
 		kvt_inode_unlock(p);
+		if (remade || (ret != -ENOENT && ret != -ESTALE) || p == fs->root ||
+		    !kvt_dir_gone(pd))
+			break;
+		/* Another mount removed the directory (an evictor's rmdir
+		 * of an empty one): made again, and so is the mkdir. */
+		g_clear_pointer(&pd, kvt_dir_unref);
+		ret = kvt_inode_dir_remake(fs, p, &pd);
 	}
 	if (ret == 0)
 		ret = kvt_do_lookup(fs, p, pd, name, &e, &note);
@@ -429,10 +436,12 @@ static struct kvt_inode *rename_tree(struct kvt_fs *fs, struct rename *r,
 	return r->src ? move_src(fs, r) : NULL;
 }
 
-void kvt_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-		   fuse_ino_t newparent, const char *newname, unsigned int flags)
+/* A rename; *@gone says when it failed because the new parent's lower
+ * directory is gone (kvt_dir_gone). */
+static int rename_once(struct kvt_fs *fs, fuse_ino_t parent, const char *name,
+		       fuse_ino_t newparent, const char *newname, unsigned int flags,
+		       bool *gone)
 {
-	struct kvt_fs *fs = kvt_fs_of(req);
 	struct rename r = {
 		.p = kvt_inode_of(fs, parent), .np = kvt_inode_of(fs, newparent),
 		.name = name, .newname = newname, .flags = flags,
@@ -441,15 +450,12 @@ void kvt_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	bool drop = false;
 	int ret;
 
+	*gone = false;
 	kvt_record_init(&r.replaced);
-	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
-	if (strlen(newname) > NAME_MAX) {
-		fuse_reply_err(req, ENAMETOOLONG);
-		return;
-	}
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL;
+	if (strlen(newname) > NAME_MAX)
+		return -ENAMETOOLONG;
 	ret = kvt_inode_dir(fs, r.p, &r.pd);
 	if (ret == 0)
 		ret = kvt_inode_dir(fs, r.np, &r.npd);
@@ -503,11 +509,36 @@ void kvt_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (unref_parent)
 		kvt_inode_unref(fs, unref_parent);
 reply:
+	/* Its lower directory cannot be opened as the one it was, or is
+	 * removed under its fd. */
+	*gone = (ret == -ENOENT || ret == -ESTALE) && r.np != fs->root && r.np->is_dir &&
+		((r.pd && !r.npd) || (r.npd && kvt_dir_gone(r.npd)));
 	kvt_published_clear(&r.pub);
 	kvt_record_clear(&r.replaced);
 	kvt_dir_unref(r.pd);
 	kvt_dir_unref(r.npd);
 	if (r.src)
 		kvt_inode_unref(fs, r.src);
+	return ret;
+}
+
+void kvt_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		   fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	bool gone;
+	int ret = rename_once(fs, parent, name, newparent, newname, flags, &gone);
+
+	if (gone) {
+		/* Another mount removed the directory the name goes to (an
+		 * evictor's rmdir of an empty one): made again, the rename is
+		 * made again. */
+		struct kvt_dir *d = NULL;
+
+		ret = kvt_inode_dir_remake(fs, kvt_inode_of(fs, newparent), &d);
+		kvt_dir_unref(d);
+		if (ret == 0)
+			ret = rename_once(fs, parent, name, newparent, newname, flags, &gone);
+	}
 	fuse_reply_err(req, -ret);
 }

@@ -4,8 +4,9 @@
  * names/ names, or an anchor objects/<ab>/<hash> whose inode has no other
  * link.  A crash or a power cut leaves them between the steps of a
  * publication or of a release (publish.c): an object whose record never
- * landed, the object of a replaced record; without renameat2 flags a lost
- * race leaves one too (name.c).  An anchor alone is easy: its link count
+ * landed, the object of a replaced record; where the file system has no
+ * renameat2 flags at all (some NFS servers), a client's rename that loses
+ * a race leaves one too (name.c).  An anchor alone is easy: its link count
  * is 1, so no reference shares its inode, and a publication that links to
  * it meanwhile holds its own reference (as in kvt_object_release).  A
  * reference is not: to know that no record names it every record must be

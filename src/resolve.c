@@ -229,6 +229,10 @@ int kvt_do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir *p
 	if (child && kvt_inode_is_local(child))
 		goto found; /* being written here: not on the lower disk yet */
 	ret = kvt_dir_stat(pd, name, &st);
+	if (ret == -ESTALE && parent != fs->root && kvt_dir_gone(pd))
+		/* The directory itself went (another mount removed it): the
+		 * name is not there.  A store there makes it again. */
+		ret = -ENOENT;
 	if (ret < 0) {
 		/* Gone from the lower directory.  An I/O error says nothing of
 		 * the name: a file being rewritten in place keeps it, or its

@@ -10,6 +10,7 @@
 
 #include "fault.h"
 #include "io.h"
+#include "lowerr.h"
 #include "pool.h"
 #include "store-int.h"
 
@@ -169,10 +170,13 @@ int kvt_stage_write(struct kvt_stage *st, const char *buf, size_t size, off_t of
 	__atomic_store_n(&st->durable, false, __ATOMIC_RELEASE);
 	feed_hash(st, src, size, off);
 	ret = kvt_fault(KVT_FAULT_WRITE, st->name);
-	if (ret == 0)
+	if (ret == 0) {
 		ret = pwrite_full(direct ? st->dfd : st->fd, src, size, off);
-	if (ret == -EINVAL && direct)
-		ret = pwrite_full(st->fd, src, size, off);
+		if (ret == -EINVAL && direct)
+			ret = pwrite_full(st->fd, src, size, off);
+		if (ret < 0)
+			kvt_lower_failed("write", st->name, -ret);
+	}
 	kvt_pool_put(&dio_pool, dbuf);
 	if (ret < 0) {
 		/* A version with a hole where a write failed must never be
@@ -189,7 +193,12 @@ ssize_t kvt_stage_read(struct kvt_stage *st, char *buf, size_t size, off_t off)
 {
 	int fault = kvt_fault(KVT_FAULT_READ, st->name);
 
-	return fault ? fault : kvt_pread_full(st->fd, buf, size, off);
+	ssize_t n;
+
+	if (fault)
+		return fault;
+	n = kvt_pread_full(st->fd, buf, size, off);
+	return n < 0 ? kvt_lower_failed("read", st->name, (int)-n) : n;
 }
 
 int kvt_stage_truncate(struct kvt_stage *st, uint64_t size)

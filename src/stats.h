@@ -26,7 +26,8 @@
 	X(orphans_reclaimed) /* object links no record used, removed */      \
 	X(orphan_bytes_reclaimed) /* bytes of the objects that went */       \
 	X(reclaim_passes) /* reclamation passes that swept */                \
-	X(reclaim_aborted) /* ... that stopped before sweeping */
+	X(reclaim_aborted) /* ... that stopped before sweeping */            \
+	X(lower_errors) /* failures of the lower file system (lowerr.h) */
 
 enum kvt_stat {
 #define KVT_STAT_ENUM(n) KVT_STAT_##n,

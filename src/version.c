@@ -191,7 +191,7 @@ int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_st
 	struct kvt_inode *p;
 	struct kvt_dir *pd;
 	struct kvt_meta meta;
-	bool drop = false;
+	bool drop = false, remade = false;
 	int ret, sret = 0;
 
 	p = lock_parent_to_publish(fs, ino, &pd, &ret);
@@ -210,6 +210,7 @@ int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_st
 	ret = kvt_stage_prepare(st);
 	if (ret == 0 && fs->sync)
 		ret = kvt_stage_sync(st);
+again:
 	p = ret < 0 ? NULL : lock_parent_to_publish(fs, ino, &pd, &ret);
 	if (!p) {
 		kvt_stage_unref(st);
@@ -222,6 +223,21 @@ int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_st
 	kvt_inode_unlock(ino);
 	ret = kvt_store_publish(fs->store, st, pd, ino->name, &meta, xattrs,
 				fs->sync ? KVT_PUBLISH_SYNC : 0, &pub);
+	if ((ret == -ENOENT || ret == -ESTALE) && !remade && p != fs->root &&
+	    kvt_dir_gone(pd)) {
+		/* Another mount removed the directory (an evictor's rmdir of
+		 * an empty one): made again, the publication is made again.
+		 * The file's inode holds its parent meanwhile. */
+		struct kvt_dir *d = NULL;
+
+		kvt_inode_unlock(p);
+		g_clear_pointer(&pd, kvt_dir_unref);
+		g_clear_pointer(&xattrs, g_hash_table_unref);
+		remade = true;
+		ret = kvt_inode_dir_remake(fs, p, &d);
+		kvt_dir_unref(d);
+		goto again;
+	}
 	if (ret == 0) {
 		kvt_record_id(&id, &pub.rec);
 		drop = kvt_version_published(fs, ino, &pub, true);

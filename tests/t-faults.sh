@@ -62,15 +62,15 @@ for c in $KVT_FAULT_CASES; do
 	*) bail "KVT_FAULT_CASES: unknown case '$c'" ;;
 	esac
 done
-# test points: per case 16, and per round 4 (store) or 3 (load, list);
+# test points: per case 17, and per round 4 (store) or 3 (load, list);
 # load and list cases store on the clean mount first (1 more)
 n=0
 for c in $KVT_FAULT_CASES; do
 	case $c in
-	verify-read | list) n=$((n + 17 + 3 * ROUNDS)) ;;
+	verify-read | list) n=$((n + 18 + 3 * ROUNDS)) ;;
 	lookup-eio) n=$((n + 7)) ;;
 	inplace-write) n=$((n + 8)) ;;
-	*) n=$((n + 16 + 4 * ROUNDS)) ;;
+	*) n=$((n + 17 + 4 * ROUNDS)) ;;
 	esac
 done
 plan $n
@@ -228,6 +228,7 @@ run_case() {
 		esac
 		failed=$((failed + ROUND_FAILED))
 	done
+	lower_errors=$(kvt_stat "$MNT" lower_errors)
 	kvt_umount
 	read -r f calls < <(fault_counts)
 	if [ "$rel" = exact ]; then
@@ -236,6 +237,10 @@ run_case() {
 		[ -n "$f" ] && [ "$failed" -ge 1 ] && [ "$failed" -le "$f" ]
 	fi
 	ok $? "$name: the daemon injected ${f:-no} faults in ${calls:-no} calls; $failed failed ($rel)"
+	lines=$(grep -c "warning: lower file system: .*(errno [0-9]*)" "$T/.log.part")
+	[ -n "$f" ] && [ "$lower_errors" = "$f" ] && [ "$lines" -ge 1 ] &&
+		{ [ "$f" -lt 10 ] || [ "$lines" -lt "$f" ]; }
+	ok $? "$name: each fault counted as a failure of the lower file system (lower_errors $lower_errors), logged with its errno in $lines line(s)"
 	fsck_clean "$name"
 	left=$(find "$LOWER/names" "$LOWER/staging" -mindepth 1 \
 		\( -name '*.tmp' -o -path "$LOWER/staging/*" \) 2>&1 | head -n 5)

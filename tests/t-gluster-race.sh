@@ -8,6 +8,10 @@
 #     old size its kernel keeps.
 #   - open(O_CREAT) without O_EXCL of a name the other host made since
 #     this one missed it opens it (no EEXIST).
+#   - A directory host B removed after host A's client made sure of it:
+#     a store there makes it again, or takes the one B made again.
+#   - Host A evicts a block host B is reading: B reads it to its end.
+#   - kvtierfs-fsck --repair refuses while the hosts are mounted.
 #   - A hold another process keeps on a record: a replacement waits for
 #     it and goes on once it goes (kill -9); one kept longer than 10 s
 #     fails the replacement with EBUSY instead of hanging it.
@@ -22,7 +26,7 @@
 . "$(dirname "$0")/gluster.sh"
 
 kvt_require_root
-plan 20
+plan 25
 kvt_setup
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 
@@ -110,6 +114,63 @@ ok $? "a hold kept past 10 s: the replacement fails with EBUSY after ${ms} ms, t
 grep -q 'held by another mount' "$T/daemon.log"
 ok $? "and the wait is logged"
 rm -f "$K2/d/h.tmp"
+
+# --- a directory the other host removed ------------------------------------
+# in_removed MAKE STEP: host A's client makes d2/e, opens it; host B
+# removes d2 (and with MAKE=1 makes d2/e again); the client does STEP in
+# the directory it holds (python, its fd is "d"), as a client whose
+# mkdir -p came just before the other host's rmdir.
+in_removed() {
+	mkdir -p "$K1/d2/e" &&
+		python3 - "$K1/d2/e" "$K2/d2" "$T/v1" "$1" "$2" <<-'PY'
+			import os, shutil, sys
+			d = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+			shutil.rmtree(sys.argv[2])
+			if sys.argv[4] == "1":
+			    os.makedirs(sys.argv[2] + "/e")
+			data = open(sys.argv[3], "rb").read()
+			exec(sys.argv[5])
+		PY
+}
+STORE='
+fd = os.open("b.tmp", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644, dir_fd=d)
+os.write(fd, data)
+os.close(fd)
+os.rename("b.tmp", "b", src_dir_fd=d, dst_dir_fd=d)'
+in_removed 0 "$STORE" 2>"$T/rm.err" && cmp -s "$T/v1" "$K1/d2/e/b"
+ok $? "host B removes d2; host A stores d2/e/b into the d2/e it holds: made again, and read back" ||
+	diag_file "$T/rm.err"
+in_removed 1 "$STORE" 2>"$T/rm.err" && cmp -s "$T/v1" "$K1/d2/e/b" && cmp -s "$T/v1" "$K2/d2/e/b"
+ok $? "host B removes d2 and makes d2/e again; host A stores d2/e/b there: both hosts read it" ||
+	diag_file "$T/rm.err"
+grep -q 'directory e was removed by another mount: another mount made it again' "$T/daemon.log"
+ok $? "host A says it took the directory host B made again"
+
+# --- an eviction while the other host reads, fsck while hosts are live -----
+python3 - "$K2/d/x" "$K1/d/x" "$T/read2" <<-'PY' 2>"$T/evict.err"
+	import os, sys
+	fd = os.open(sys.argv[1], os.O_RDONLY)
+	first = os.read(fd, 100000)
+	os.unlink(sys.argv[2])  # host A's evictor
+	rest = b""
+	while True:
+	    b = os.read(fd, 1 << 20)
+	    if not b:
+	        break
+	    rest += b
+	open(sys.argv[3], "wb").write(first + rest)
+PY
+st=$?
+cmp -s "$T/read2" "$T/v2" && [ "$st" = 0 ]
+ok $? "host A evicts d/x while host B reads it: B reads the whole block to its end" ||
+	diag_file "$T/evict.err"
+before=$(find "$GL1/store/objects" "$GL1/store/staging" "$GL1/store/names" | sort | md5sum)
+"$KVTIERFS_FSCK" --repair "$GL1/store" >"$T/fsck-live.out" 2>&1
+st=$?
+after=$(find "$GL1/store/objects" "$GL1/store/staging" "$GL1/store/names" | sort | md5sum)
+[ "$st" != 0 ] && grep -q 'is in use by a mount' "$T/fsck-live.out" && [ "$before" = "$after" ]
+ok $? "kvtierfs-fsck --repair from a third client refuses while the hosts are mounted, removing nothing (exit $st)" ||
+	diag_file "$T/fsck-live.out"
 
 # --- 16 threads per host on the same names ----------------------------------
 ok_kvclient "host A stores 8 blocks of 128 KiB, the names the race takes over" \

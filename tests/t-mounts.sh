@@ -5,14 +5,17 @@
 # holds now; it never answers ENOENT for the name.  The first mount keeps
 # its entries for a minute, so that the kernel does not look the name up
 # again on its own.  A setxattr there lands on the version the name holds
-# now, and does not undo the other mount's store.  At the end kvtierfs-fsck finds nothing left over.
+# now, and does not undo the other mount's store.  A directory the other
+# mount removed while the first one's kernel holds it is made again by a
+# store, a write in place or a mkdir in it.  At the end kvtierfs-fsck
+# finds nothing left over.
 # (The races of many writers on two mounts: t-concurrency.sh.)
 . "$(dirname "$0")/lib.sh"
 
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 
 kvt_require_root
-plan 17
+plan 23
 kvt_setup
 [ -x "$KVTIERFS_FSCK" ] || bail "kvtierfs-fsck is not built: $KVTIERFS_FSCK"
 MNT2="$T/mnt2"
@@ -54,6 +57,44 @@ ok_cmd "g is mount 2's version, from both mounts (its store is not undone)" \
 v=$(kvt_run getfattr --only-values -n user.k "$MNT2/g" 2>/dev/null)
 [ "$v" = v1 ]
 ok $? "mount 2 sees user.k on its version: '$v'"
+
+# A directory the other mount removed (an evictor's rmdir of an empty
+# one) after this mount's client made sure it is there (mkdir -p): a
+# store into it, a file written in place there, a mkdir in it make it
+# again, as it was.  The client holds the directory open, so that its
+# kernel goes on naming the directory it knew, as it does until its
+# entry times out.
+# in_removed STEP: mount 1's client makes d/e, opens it, mount 2 removes
+# d, and the client does STEP in it (python, the directory's fd is "d").
+in_removed() {
+	mkdir -p "$MNT/d/e" &&
+		python3 - "$MNT/d/e" "$MNT2/d" "$T/b" "$1" <<-'PY'
+			import os, shutil, sys
+			d = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+			shutil.rmtree(sys.argv[2])
+			data = open(sys.argv[3], "rb").read()
+			exec(sys.argv[4])
+		PY
+}
+ok_cmd "mount 1 stores d/e/h" bash -c 'mkdir -p "$2/d/e" && cp "$1" "$2/d/e/h"' _ "$T/a" "$MNT"
+in_removed '
+fd = os.open("i.tmp", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644, dir_fd=d)
+os.write(fd, data)
+os.close(fd)
+os.rename("i.tmp", "i", src_dir_fd=d, dst_dir_fd=d)' && cmp "$T/b" "$MNT/d/e/i"
+ok $? "mount 2 removes d; mount 1 stores d/e/i there (temp file and rename), and reads it"
+in_removed '
+fd = os.open("k", os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o644, dir_fd=d)
+os.write(fd, data)
+os.close(fd)' && cmp "$T/b" "$MNT/d/e/k" && [ -f "$LOWER/names/d/e/k" ]
+ok $? "mount 2 removes d; mount 1 writes d/e/k in place there (published at close), and reads it"
+in_removed 'os.mkdir("sub", dir_fd=d)' && [ -d "$LOWER/names/d/e/sub" ]
+ok $? "mount 2 removes d; mount 1 makes d/e/sub there"
+[ "$(grep -c 'directory [de] was removed by another mount: made again' "$T/daemon.log")" = 6 ]
+ok $? "each time mount 1 says it made d and d/e again"
+# mount 2's kernel keeps its own view (negative entries) for 1 s
+sleep 1.1
+ok_cmd "mount 2 sees d/e/sub" test -d "$MNT2/d/e/sub"
 
 kvt_stop "$MNT2" "$pid2"
 kvt_umount
