@@ -39,6 +39,15 @@ int kvt_hold_record(struct kvt_dir *d, const char *name, struct stat *st)
 		if (fd < 0)
 			return fd;
 		ret = lock_until(fd, until);
+		if (ret == -EBADF) {
+			/* NFS makes flock a lock of the whole file, which
+			 * wants a file opened for writing to be exclusive. */
+			close(fd);
+			fd = kvt_dir_open_file(d, name, O_RDWR, 0, st);
+			if (fd < 0)
+				return fd;
+			ret = lock_until(fd, until);
+		}
 		if (ret == 0)
 			ret = kvt_dir_stat(d, name, &now);
 		if (ret == 0 && now.st_ino == st->st_ino && now.st_dev == st->st_dev)

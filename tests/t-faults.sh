@@ -9,6 +9,9 @@
 #   record-write   the record written to staging (EIO)
 #   fsync          the object's bytes at a client's fsync (EIO)
 #   verify-read    the object read to verify it before it is served (EIO)
+#   verify-stale   the same read answered ESTALE, as a network file system
+#                  does when another host changed a name: no verdict on
+#                  the object (the load fails with EIO, nothing is purged)
 #   list           the lower listing behind a readdir (EIO)
 #   inplace-write  files written under their own names (LMCache), their
 #                  bytes written to staging (EIO): a file whose close()
@@ -17,7 +20,7 @@
 #                  in place (EIO): the writer's close() that succeeds has
 #                  published its version (a lookup took the name for gone
 #                  and the close published nothing)
-# The first eight run vLLM's store (and load) with faults at a rate, and
+# The first nine run vLLM's store (and load) with faults at a rate, and
 # check: the client gets an error for the affected blocks only (as many as
 # the faults the daemon counted, or for faults that may miss, at most that
 # many and at least one), every other block works; the daemon stays up and
@@ -48,7 +51,7 @@
 : "${KVT_FAULT_BLOCKS:=64}"
 : "${KVT_FAULT_ROUNDS:=1}"
 : "${KVT_FAULT_SIZE:=2M}"
-: "${KVT_FAULT_CASES:=stage-write stage-create object-link record-rename record-write fsync verify-read list inplace-write lookup-eio}"
+: "${KVT_FAULT_CASES:=stage-write stage-create object-link record-rename record-write fsync verify-read verify-stale list inplace-write lookup-eio}"
 : "${KVT_FAULT_FILES:=12}"
 R=$KVT_FAULT_RATE
 B=$KVT_FAULT_BLOCKS
@@ -58,7 +61,7 @@ SIZE=$KVT_FAULT_SIZE
 kvt_require_root
 for c in $KVT_FAULT_CASES; do
 	case $c in
-	stage-write | stage-create | object-link | record-rename | record-write | fsync | verify-read | list | inplace-write | lookup-eio) ;;
+	stage-write | stage-create | object-link | record-rename | record-write | fsync | verify-read | verify-stale | list | inplace-write | lookup-eio) ;;
 	*) bail "KVT_FAULT_CASES: unknown case '$c'" ;;
 	esac
 done
@@ -67,7 +70,7 @@ done
 n=0
 for c in $KVT_FAULT_CASES; do
 	case $c in
-	verify-read | list) n=$((n + 18 + 3 * ROUNDS)) ;;
+	verify-read | verify-stale | list) n=$((n + 18 + 3 * ROUNDS)) ;;
 	lookup-eio) n=$((n + 7)) ;;
 	inplace-write) n=$((n + 8)) ;;
 	*) n=$((n + 17 + 4 * ROUNDS)) ;;
@@ -419,6 +422,8 @@ for c in $KVT_FAULT_CASES; do
 		run_case "$c" "sync:EIO:$(when):name=!*.bin" store exact fsync EIO --fsync ;;
 	verify-read)
 		run_case "$c" "read:EIO:$(when):name=!*.bin" load exact open eio ;;
+	verify-stale)
+		run_case "$c" "read:ESTALE:$(when):name=!*.bin" load exact open eio ;;
 	list)
 		run_case "$c" "list:EIO:$(when):name=*.bin" list exact - - ;;
 	esac
