@@ -60,10 +60,11 @@ int kvt_lower_failed(const char *op, const char *name, int err)
 	struct kind *k;
 	bool log;
 
-	if (!kvt_lower_is_failure(err))
+	/* Before a mount is up (and in kvtierfs-fsck), a failure is the
+	 * caller's to report: the one line that says why it stops. */
+	if (!stats || !kvt_lower_is_failure(err))
 		return -err;
-	if (stats)
-		kvt_stat_add(stats, KVT_STAT_lower_errors, 1);
+	kvt_stat_add(stats, KVT_STAT_lower_errors, 1);
 	g_mutex_lock(&kinds_lock);
 	k = kind_of(op, err);
 	log = !k->logged || now - k->logged >= LOG_EVERY_US;

@@ -14,10 +14,12 @@
 
 #include "stats.h"
 
-/* Counts into @stats from now on (NULL: no more). */
+/* Counts into @stats, and logs, from now on (NULL: no more; before a
+ * mount is up a failure is its caller's to report, in one line). */
 void kvt_lower_errors_to(struct kvt_stats *stats);
 /* @err (a positive errno) from the lower call @op on @name (may be
- * NULL): counted and logged when it is a failure.  Returns -@err. */
+ * NULL): counted and logged when it is a failure and counting is on.
+ * Returns -@err. */
 int kvt_lower_failed(const char *op, const char *name, int err);
 /* Whether @err (positive) is a failure of the file system, not an answer
  * about a name. */

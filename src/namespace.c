@@ -329,9 +329,16 @@ struct rename {
 static int rename_lower(struct kvt_fs *fs, struct rename *r)
 {
 	struct stat sst, dst_st;
-	bool src_lower = kvt_dir_stat(r->pd, r->name, &sst) == 0;
-	bool dst_lower = kvt_dir_stat(r->npd, r->newname, &dst_st) == 0;
 	bool src_local = r->src && kvt_inode_is_local(r->src);
+	/* A temp file written here and never published has no lower entry
+	 * (temp names are published by a rename only): the common rename,
+	 * which publishes it, spares the lower file system two looks (each
+	 * a round trip on a network one); the publication deals with
+	 * whatever is at the new name. */
+	bool plain_publish = r->st && src_local && kvt_is_tmp_name(fs, r->name) &&
+			     !(r->flags & (RENAME_NOREPLACE | RENAME_EXCHANGE));
+	bool src_lower = !plain_publish && kvt_dir_stat(r->pd, r->name, &sst) == 0;
+	bool dst_lower = !plain_publish && kvt_dir_stat(r->npd, r->newname, &dst_st) == 0;
 	bool dst_local = r->dst && kvt_inode_is_local(r->dst);
 	int ret = 1;
 
@@ -373,6 +380,10 @@ static int rename_lower(struct kvt_fs *fs, struct rename *r)
 		}
 		/* 1: a flush published it meanwhile; a rename of what is
 		 * published now. */
+		if (plain_publish) {
+			src_lower = kvt_dir_stat(r->pd, r->name, &sst) == 0;
+			dst_lower = kvt_dir_stat(r->npd, r->newname, &dst_st) == 0;
+		}
 	}
 	if (src_lower)
 		return kvt_name_rename(fs->store, r->pd, r->name, r->npd, r->newname, 0,
