@@ -208,6 +208,22 @@ void kvt_inodes_free_all(struct kvt_fs *fs)
 	fs->root = NULL;
 }
 
+/* @ino's parent, referenced, and its name in *@name; NULL once it is
+ * unlinked. */
+static struct kvt_inode *parent_of(struct kvt_fs *fs, struct kvt_inode *ino, char **name)
+{
+	struct kvt_inode *p;
+
+	kvt_tree_lock(fs);
+	p = ino->unlinked ? NULL : ino->parent;
+	if (p) {
+		kvt_inode_ref(p);
+		*name = g_strdup(ino->name);
+	}
+	kvt_tree_unlock(fs);
+	return p;
+}
+
 int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out)
 {
 	int ret = -ENOENT;
@@ -224,15 +240,8 @@ int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out
 	for (int attempt = 0; attempt < 4; attempt++) {
 		g_autofree char *name = NULL;
 		struct kvt_dir *pd = NULL, *d = NULL;
-		struct kvt_inode *p;
+		struct kvt_inode *p = parent_of(fs, dir, &name);
 
-		kvt_tree_lock(fs);
-		p = dir->unlinked ? NULL : dir->parent;
-		if (p) {
-			kvt_inode_ref(p);
-			name = g_strdup(dir->name);
-		}
-		kvt_tree_unlock(fs);
 		if (!p)
 			return -ENOENT;
 		ret = kvt_inode_dir(fs, p, &pd);
@@ -277,13 +286,7 @@ int kvt_inode_dir_remake(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_di
 	*out = NULL;
 	if (dir == fs->root)
 		return -ENOENT; /* names/ itself: the store is broken */
-	kvt_tree_lock(fs);
-	p = dir->unlinked ? NULL : dir->parent;
-	if (p) {
-		kvt_inode_ref(p);
-		name = g_strdup(dir->name);
-	}
-	kvt_tree_unlock(fs);
+	p = parent_of(fs, dir, &name);
 	if (!p)
 		return -ENOENT;
 	ret = kvt_inode_dir(fs, p, &pd);
