@@ -326,10 +326,13 @@ void kvt_op_getattr(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	int ret = kvt_resolve_inode(fs, ino, &note);
 
 	kvt_notify(fs, &note, true);
-	/* Replaced by another mount: what this inode was, unlinked; it is
-	 * what an fstat of it asks for (fstat tells no handle), and a stat
-	 * of the path finds the new version next time. */
-	kvt_reply_attr(req, fs, ino, ret == -ESTALE ? 0 : ret);
+	/* Replaced by another mount (detached, not an ESTALE of the lower
+	 * file system): what this inode was, unlinked; it is what an fstat
+	 * of it asks for (fstat tells no handle), and a stat of the path
+	 * finds the new version next time. */
+	if (ret == -ESTALE && __atomic_load_n(&ino->unlinked, __ATOMIC_RELAXED))
+		ret = 0;
+	kvt_reply_attr(req, fs, ino, ret);
 }
 
 /* How long a statfs waits for the lower disk's answer to another one

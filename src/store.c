@@ -100,6 +100,13 @@ static int probe_exchange(struct kvt_store *s)
 	return ret;
 }
 
+/* The one line that says why the store cannot be opened. */
+static void open_failed(GError **err, const char *lowerdir, const char *what, int ret)
+{
+	g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(-ret), "LOWERDIR %s: %s: %s",
+		    lowerdir, what, g_strerror(-ret));
+}
+
 struct kvt_store *kvt_store_open(const char *lowerdir, GError **err)
 {
 	struct kvt_store *s = g_new0(struct kvt_store, 1);
@@ -111,15 +118,12 @@ struct kvt_store *kvt_store_open(const char *lowerdir, GError **err)
 		goto fail;
 	ret = kvt_dir_access(s->layout.staging, NULL, W_OK);
 	if (ret < 0) {
-		g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(-ret),
-			    "LOWERDIR %s: not writable: %s", lowerdir, g_strerror(-ret));
+		open_failed(err, lowerdir, "not writable", ret);
 		goto fail;
 	}
 	ret = kvt_objects_prepare(s);
 	if (ret < 0) {
-		g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(-ret),
-			    "LOWERDIR %s: cannot create objects/: %s", lowerdir,
-			    g_strerror(-ret));
+		open_failed(err, lowerdir, "cannot create objects/", ret);
 		goto fail;
 	}
 	/* A store made before moves/ existed gets it now (layout.h). */
@@ -128,25 +132,19 @@ struct kvt_store *kvt_store_open(const char *lowerdir, GError **err)
 		if (ret == 0 || ret == -EEXIST)
 			ret = kvt_dir_open(s->layout.root, KVT_MOVES, &s->layout.moves);
 		if (ret < 0) {
-			g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(-ret),
-				    "LOWERDIR %s: cannot create %s/: %s", lowerdir, KVT_MOVES,
-				    g_strerror(-ret));
+			open_failed(err, lowerdir, "cannot create " KVT_MOVES "/", ret);
 			goto fail;
 		}
 	}
 	s->stale_removed = remove_dead_stages(s);
 	ret = make_stage(s);
 	if (ret < 0) {
-		g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(-ret),
-			    "LOWERDIR %s: cannot create staging: %s", lowerdir,
-			    g_strerror(-ret));
+		open_failed(err, lowerdir, "cannot create staging", ret);
 		goto fail;
 	}
 	ret = probe_exchange(s);
 	if (ret < 0) {
-		g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(-ret),
-			    "LOWERDIR %s: cannot write in staging: %s", lowerdir,
-			    g_strerror(-ret));
+		open_failed(err, lowerdir, "cannot write in staging", ret);
 		goto fail;
 	}
 	return s;

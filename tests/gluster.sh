@@ -5,8 +5,7 @@
 # t-gluster*.sh tests:
 #
 #     gl_setup             # glusterd, volume, mounts $GL1 and $GL2
-#     kvt_start "$GL1/store" "$T/k1"    # host A
-#     kvt_start "$GL2/store" "$T/k2"    # host B
+#     gl_two_hosts         # kvtierfs on each: $K1 (host A), $K2 (host B)
 #
 # $GL_BRICK is the brick's directory: what a server disk holds, where a
 # test damages objects behind both hosts' backs.  Everything goes at exit
@@ -75,6 +74,18 @@ gl_setup() {
 			bail "mount -t glusterfs on $m failed: $(tail -n 3 "$GL_DIR/cli.log")"
 		[ "$(kvt_fstype "$m")" = fuse.glusterfs ] || bail "$m is not a glusterfs mount"
 	done
+}
+
+# gl_two_hosts: a store on the volume and a kvtierfs mount on each host,
+# $K1 (pid $P1) over $GL1 and $K2 (pid $P2) over $GL2.
+gl_two_hosts() {
+	mkdir "$GL1/store" "$T/k1" "$T/k2" || bail "mkdir failed"
+	K1=$T/k1
+	K2=$T/k2
+	kvt_start "$GL1/store" "$K1"
+	P1=$KVT_LAST_PID
+	kvt_start "$GL2/store" "$K2"
+	P2=$KVT_LAST_PID
 }
 
 # gl_procs: the brick and client processes of this rig (their command

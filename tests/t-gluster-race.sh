@@ -31,13 +31,7 @@ kvt_setup
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 
 gl_setup
-mkdir "$GL1/store" "$T/k1" "$T/k2"
-K1=$T/k1
-K2=$T/k2
-kvt_start "$GL1/store" "$K1"
-P1=$KVT_LAST_PID
-kvt_start "$GL2/store" "$K2"
-P2=$KVT_LAST_PID
+gl_two_hosts
 grep -q "another mount uses the store" "$T/daemon.log" &&
 	[ "$(grep -c "no RENAME_EXCHANGE: a name is replaced or removed under a flock" "$T/daemon.log")" = 2 ]
 ok $? "two hosts on one GlusterFS store; each says its names change under flocks"

@@ -21,13 +21,7 @@ kvt_setup
 
 gl_setup
 ok 0 "GlusterFS volume on $GL_ADDR, mounted twice (two hosts)"
-mkdir "$GL1/store" "$T/k1" "$T/k2"
-K1=$T/k1
-K2=$T/k2
-kvt_start "$GL1/store" "$K1"
-P1=$KVT_LAST_PID
-kvt_start "$GL2/store" "$K2"
-P2=$KVT_LAST_PID
+gl_two_hosts
 [ "$(grep -c 'verify=auto: the store is on FUSE' "$T/daemon.log")" = 2 ]
 ok $? "both hosts see a remote store and verify at every open"
 
