@@ -152,7 +152,7 @@ static int new_local_file(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir
 	}
 	kvt_inode_ref(ino); /* pending */
 	ino->meta.st_mode = S_IFREG | (mode & 07777);
-	kvt_new_owner(pd, ctx, &ino->meta.st_uid, &ino->meta.st_gid);
+	kvt_new_owner(fs, pd, ctx, &ino->meta.st_uid, &ino->meta.st_gid);
 	ino->meta.st_blksize = 4096;
 	clock_gettime(CLOCK_REALTIME, &ino->meta.st_mtim);
 	ino->meta.st_atim = ino->meta.st_ctim = ino->meta.st_mtim;
@@ -267,6 +267,7 @@ static void touch_atime(struct kvt_fs *fs, struct kvt_inode *ino)
 	struct timespec now, ts[2];
 	struct kvt_inode *p;
 	struct kvt_dir *pd;
+	struct stat st;
 	int err;
 
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -283,7 +284,14 @@ static void touch_atime(struct kvt_fs *fs, struct kvt_inode *ino)
 	ts[0] = now;
 	ts[1].tv_nsec = UTIME_OMIT;
 	ts[1].tv_sec = 0;
-	kvt_dir_setattr(pd, ino->name, KVT_SET_TIMES, 0, 0, 0, ts);
+	/* The record's new ctime is taken, or the next resolve would read
+	 * the record again for a change that is ours. */
+	if (kvt_dir_set_times(pd, ino->name, ts) == 0 && kvt_dir_stat(pd, ino->name, &st) == 0) {
+		kvt_inode_lock(ino);
+		if (ino->has_record && ino->rec_ino == st.st_ino)
+			ino->rec_ctime = st.st_ctim;
+		kvt_inode_unlock(ino);
+	}
 	kvt_inode_unlock(p);
 	kvt_dir_unref(pd);
 	/* An evictor's stat must see it, however long the kernel keeps
@@ -499,7 +507,7 @@ static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file
 	 * the inode and the open of its object: then look again. */
 	for (int attempt = 0; reader && attempt < OPEN_TRIES; attempt++) {
 		kvt_notify(fs, &note, true);
-		ret = kvt_resolve_inode(fs, ino, &note);
+		ret = kvt_resolve_inode_to_open(fs, ino, &note);
 		kvt_inode_lock(ino);
 		published = ino->has_record;
 		if (published) {

@@ -20,11 +20,23 @@ static struct kvt_dir *dir_new(int fd)
 
 	d->refs = 1;
 	d->fd = fd;
+	g_mutex_init(&d->seen_lock);
 	if (fstat(fd, &st) == 0) {
 		d->dev = st.st_dev;
 		d->ino = st.st_ino;
+		d->seen = st;
+		d->seen_at = g_get_monotonic_time();
 	}
 	return d;
+}
+
+/* What a stat of @d itself showed, kept for kvt_dir_inherit. */
+static void dir_seen(struct kvt_dir *d, const struct stat *st)
+{
+	g_mutex_lock(&d->seen_lock);
+	d->seen = *st;
+	d->seen_at = g_get_monotonic_time();
+	g_mutex_unlock(&d->seen_lock);
 }
 
 struct kvt_dir *kvt_dir_ref(struct kvt_dir *d)
@@ -38,6 +50,7 @@ void kvt_dir_unref(struct kvt_dir *d)
 	if (!d || !g_atomic_int_dec_and_test(&d->refs))
 		return;
 	close(d->fd);
+	g_mutex_clear(&d->seen_lock);
 	g_free(d);
 }
 
@@ -155,11 +168,49 @@ int kvt_dir_open(struct kvt_dir *at, const char *relpath, struct kvt_dir **out)
 int kvt_dir_stat(struct kvt_dir *d, const char *name, struct stat *st)
 {
 	FAULT(KVT_FAULT_STAT, name, NULL);
-	if (!name)
-		return fstat(d->fd, st) ? FAIL("stat", ".") : 0;
+	if (!name) {
+		if (fstat(d->fd, st))
+			return FAIL("stat", ".");
+		dir_seen(d, st);
+		return 0;
+	}
 	CHECK_NAME(name);
 	return AGAIN_IF_STALE(fstatat(d->fd, name, st, AT_SYMLINK_NOFOLLOW)) ? FAIL("stat", name)
 									      : 0;
+}
+
+int kvt_dir_inherit(struct kvt_dir *d, gint64 max_age_us, mode_t *mode, gid_t *gid)
+{
+	struct stat st;
+	bool fresh;
+
+	g_mutex_lock(&d->seen_lock);
+	fresh = d->seen_at && g_get_monotonic_time() - d->seen_at <= max_age_us;
+	*mode = d->seen.st_mode;
+	*gid = d->seen.st_gid;
+	g_mutex_unlock(&d->seen_lock);
+	if (fresh)
+		return 0;
+	int ret = kvt_dir_stat(d, NULL, &st);
+
+	if (ret < 0)
+		return ret;
+	*mode = st.st_mode;
+	*gid = st.st_gid;
+	return 0;
+}
+
+int kvt_dir_seen(struct kvt_dir *d, struct stat *st)
+{
+	int ret = 0;
+
+	g_mutex_lock(&d->seen_lock);
+	if (d->seen_at)
+		*st = d->seen;
+	else
+		ret = -ENODATA;
+	g_mutex_unlock(&d->seen_lock);
+	return ret;
 }
 
 int kvt_dir_open_file(struct kvt_dir *d, const char *name, int flags, mode_t mode,
@@ -178,6 +229,9 @@ int kvt_dir_open_file(struct kvt_dir *d, const char *name, int flags, mode_t mod
 						     flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode));
 	if (fd < 0)
 		return errno == ELOOP || errno == ENXIO ? -EBADMSG : FAIL("open", name);
+	/* O_EXCL made it: a new regular file, nothing to check. */
+	if (!st && (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+		return fd;
 	if (!st)
 		st = &own;
 	if (fstat(fd, st)) {
@@ -191,6 +245,18 @@ int kvt_dir_open_file(struct kvt_dir *d, const char *name, int flags, mode_t mod
 		return -EBADMSG;
 	}
 	return fd;
+}
+
+int kvt_file_reopen(int fd, int flags)
+{
+	char path[64];
+	int nfd;
+
+	/* Through the file's own link in /proc: no lookup of its name,
+	 * which on a network file system is a round trip to the server. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	nfd = open(path, flags | O_CLOEXEC);
+	return nfd < 0 ? -errno : nfd;
 }
 
 int kvt_dir_mkdir(struct kvt_dir *d, const char *name, mode_t mode)
@@ -255,7 +321,21 @@ int kvt_dir_setattr(struct kvt_dir *d, const char *name, unsigned int which,
 		return FAIL("chown", name);
 	if ((which & KVT_SET_TIMES) && futimens(target, ts))
 		return FAIL("utimens", name);
+	if (!name) {
+		/* What new entries inherit may have changed: looked at
+		 * again when next asked. */
+		g_mutex_lock(&d->seen_lock);
+		d->seen_at = 0;
+		g_mutex_unlock(&d->seen_lock);
+	}
 	return 0;
+}
+
+int kvt_dir_set_times(struct kvt_dir *d, const char *name, const struct timespec ts[2])
+{
+	CHECK_NAME(name);
+	FAULT(KVT_FAULT_SETATTR, name, NULL);
+	return utimensat(d->fd, name, ts, AT_SYMLINK_NOFOLLOW) ? FAIL("utimens", name) : 0;
 }
 
 int kvt_dir_sync(struct kvt_dir *d)

@@ -26,6 +26,10 @@ typedef struct kvt_dir {
 	int fd;
 	dev_t dev;
 	ino_t ino;
+	/* Its own metadata as last seen, and when (0: never). */
+	GMutex seen_lock;
+	struct stat seen;
+	gint64 seen_at;
 } kvt_dir;
 
 struct kvt_dir *kvt_dir_ref(struct kvt_dir *d);
@@ -50,10 +54,21 @@ int kvt_dir_open(struct kvt_dir *at, const char *relpath, struct kvt_dir **out);
 
 /* @name in @d, or @d itself when @name is NULL. */
 int kvt_dir_stat(struct kvt_dir *d, const char *name, struct stat *st);
+/* @d's own mode and group, which a new entry in it may inherit, as seen
+ * at most @max_age_us ago (looked at again when older: on a network
+ * file system each look is a round trip).  A change made through @d
+ * (kvt_dir_setattr) is seen at once. */
+int kvt_dir_inherit(struct kvt_dir *d, gint64 max_age_us, mode_t *mode, gid_t *gid);
+/* @d's own metadata as last seen (when it was opened, or since);
+ * -ENODATA if it never was. */
+int kvt_dir_seen(struct kvt_dir *d, struct stat *st);
 /* Opens the regular file @name (flags as open(2), O_CREAT allowed);
  * @st (may be NULL) gets its metadata. */
 int kvt_dir_open_file(struct kvt_dir *d, const char *name, int flags, mode_t mode,
 		      struct stat *st);
+/* The file open at @fd opened again with @flags (O_WRONLY, O_DIRECT...),
+ * without looking its name up: it cannot be another file. */
+int kvt_file_reopen(int fd, int flags);
 int kvt_dir_mkdir(struct kvt_dir *d, const char *name, mode_t mode);
 int kvt_dir_rmdir(struct kvt_dir *d, const char *name);
 int kvt_dir_unlink(struct kvt_dir *d, const char *name);
@@ -74,6 +89,10 @@ enum {
 };
 int kvt_dir_setattr(struct kvt_dir *d, const char *name, unsigned int which,
 		    mode_t mode, uid_t uid, gid_t gid, const struct timespec ts[2]);
+
+/* The times of @name itself, whatever it is (never through a symbolic
+ * link): one call, where kvt_dir_setattr opens the file first. */
+int kvt_dir_set_times(struct kvt_dir *d, const char *name, const struct timespec ts[2]);
 
 /* Flushes the directory's entries to stable storage. */
 int kvt_dir_sync(struct kvt_dir *d);

@@ -126,13 +126,15 @@ static int write_stage_record(struct kvt_store *s, const struct kvt_record *rec,
 	struct timespec ts[2] = { meta->atime, meta->mtime };
 	g_autofree char *name = NULL;
 	kvt_autofd fd = -1;
+	struct stat st;
+	bool chown_it;
 	int ret = 0;
 
 	for (;;) {
 		g_free(name);
 		name = kvt_store_stage_name(s, 'n');
 		fd = kvt_dir_open_file(s->stage, name, O_WRONLY | O_CREAT | O_EXCL,
-				       meta->mode & 07777, NULL);
+				       meta->mode & 07777, &st);
 		if (fd != -EEXIST)
 			break;
 	}
@@ -146,8 +148,14 @@ static int write_stage_record(struct kvt_store *s, const struct kvt_record *rec,
 	/* The owner first, then the mode: chown(2) of a regular file takes
 	 * away its set-user-ID bit (and a group-executable file's
 	 * set-group-ID bit), even when root calls it with the owner it has,
-	 * so a mode set before would not be the record's. */
-	if (ret == 0 && (fchown(fd, meta->uid, meta->gid) || fchmod(fd, meta->mode & 07777)))
+	 * so a mode set before would not be the record's.  Each is set only
+	 * if the new file does not have it already: on a network file
+	 * system every call is a round trip to the server. */
+	chown_it = st.st_uid != meta->uid || st.st_gid != meta->gid;
+	if (ret == 0 && chown_it && fchown(fd, meta->uid, meta->gid))
+		ret = -errno;
+	if (ret == 0 && (chown_it || (st.st_mode & 07777) != (meta->mode & 07777)) &&
+	    fchmod(fd, meta->mode & 07777))
 		ret = -errno;
 	if (ret == 0 && meta->set_times && futimens(fd, ts))
 		ret = -errno;
@@ -186,14 +194,17 @@ static void take_staged(struct kvt_store *s, const char *tmp, struct kvt_record 
  * if something is).  On failure @tmp stays. */
 static int place_new(struct kvt_store *s, const char *tmp, struct kvt_dir *d, const char *name)
 {
-	struct stat st;
-	int ret = kvt_dir_rename(s->stage, tmp, d, name, RENAME_NOREPLACE);
+	int ret;
 
-	if (ret != -EINVAL)
-		return ret;
-	/* No renameat2 flags here (NFS): a link refuses an existing name as
-	 * atomically. */
-	ret = kvt_dir_stat(d, name, &st) == 0 ? -EEXIST : kvt_dir_link(s->stage, tmp, d, name);
+	if (!__atomic_load_n(&s->no_noreplace, __ATOMIC_RELAXED)) {
+		ret = kvt_dir_rename(s->stage, tmp, d, name, RENAME_NOREPLACE);
+		if (ret != -EINVAL)
+			return ret;
+		__atomic_store_n(&s->no_noreplace, true, __ATOMIC_RELAXED);
+	}
+	/* No renameat2 flags here (NFS, GlusterFS): a link refuses an
+	 * existing name as atomically. */
+	ret = kvt_dir_link(s->stage, tmp, d, name);
 	if (ret == 0)
 		kvt_dir_unlink(s->stage, tmp);
 	return ret;

@@ -13,24 +13,39 @@
 #include "version.h"
 
 /* A lower directory owned by its maker (the kernel applied the caller's
- * umask already; the daemon's own is 0, see main.c). */
-static int make_dir(struct kvt_dir *pd, const char *name, mode_t mode,
-		    const struct fuse_ctx *ctx)
+ * umask already; the daemon's own is 0, see main.c), held in *@out. */
+static int make_dir(struct kvt_fs *fs, struct kvt_dir *pd, const char *name, mode_t mode,
+		    const struct fuse_ctx *ctx, struct kvt_dir **out)
 {
 	g_autoptr(kvt_dir) d = NULL;
+	struct stat st;
 	uid_t uid;
 	gid_t gid;
 	int ret;
 
-	kvt_new_owner(pd, ctx, &uid, &gid);
+	kvt_new_owner(fs, pd, ctx, &uid, &gid);
 	ret = kvt_dir_mkdir(pd, name, mode & 07777);
 	if (ret == 0)
 		ret = kvt_dir_open(pd, name, &d);
-	if (ret == 0)
+	/* Owned by the daemon, which is who most clients are: then there is
+	 * nothing to change (each call is a round trip on a network file
+	 * system). */
+	if (ret == 0 && (kvt_dir_seen(d, &st) < 0 || st.st_uid != uid || st.st_gid != gid))
 		ret = kvt_dir_setattr(d, NULL, KVT_SET_UID | KVT_SET_GID, 0, uid, gid, NULL);
 	if (ret < 0 && ret != -EEXIST)
 		kvt_dir_rmdir(pd, name);
+	if (ret == 0)
+		*out = g_steal_pointer(&d);
 	return ret;
+}
+
+/* The directory just made stays open for what is made in it next (a
+ * store's mkdir -p is followed at once by its file): opening it again
+ * is a round trip on a network file system. */
+static void keep_made_dir(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_dir *d)
+{
+	if (ino->is_dir && d->dev == ino->dev && d->ino == ino->lower_ino)
+		kvt_dircache_put(fs->dirs, ino->serial, d);
 }
 
 void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
@@ -38,6 +53,7 @@ void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_inode *p = kvt_inode_of(fs, parent);
 	g_autoptr(kvt_dir) pd = NULL;
+	g_autoptr(kvt_dir) made = NULL;
 	struct kvt_note note = { 0 };
 	struct fuse_entry_param e;
 	int ret = kvt_inode_dir(fs, p, &pd);
@@ -47,7 +63,7 @@ void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		if (g_hash_table_lookup(p->children, name))
 			ret = -EEXIST;
 		else
-			ret = make_dir(pd, name, mode, fuse_req_ctx(req));
+			ret = make_dir(fs, pd, name, mode, fuse_req_ctx(req), &made);
 		kvt_inode_unlock(p);
 		if (remade || (ret != -ENOENT && ret != -ESTALE) || p == fs->root ||
 		    !kvt_dir_gone(pd))
@@ -58,7 +74,9 @@ void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		ret = kvt_inode_dir_remake(fs, p, &pd);
 	}
 	if (ret == 0)
-		ret = kvt_do_lookup(fs, p, pd, name, &e, &note);
+		ret = kvt_lookup_made(fs, p, pd, name, made, &e, &note);
+	if (ret == 0)
+		keep_made_dir(fs, kvt_inode_of(fs, e.ino), made);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
@@ -81,7 +99,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int ret = strlen(name) > NAME_MAX ? -ENAMETOOLONG : kvt_inode_dir(fs, p, &pd);
 
 	if (ret == 0) {
-		kvt_new_owner(pd, ctx, &meta.uid, &meta.gid);
+		kvt_new_owner(fs, pd, ctx, &meta.uid, &meta.gid);
 		kvt_inode_lock(p);
 		child = g_hash_table_lookup(p->children, name);
 		/* A file being written here has no lower entry yet. */

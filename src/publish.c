@@ -166,10 +166,12 @@ int kvt_store_publish(struct kvt_store *s, struct kvt_stage *st, struct kvt_dir 
 		kvt_object_anchor(s, &out->rec);
 	settle_replaced(s, &old, &out->rec, flags & KVT_PUBLISH_KEEP_REPLACED,
 			&out->replaced);
+	/* The record's identity, for a later resolve to know it unchanged.
+	 * The object's is taken when it is next resolved or opened: not
+	 * here, where on a network file system it is a round trip more per
+	 * store. */
 	if (kvt_dir_stat(d, name, &out->rec_st) < 0)
 		memset(&out->rec_st, 0, sizeof(out->rec_st));
-	if (kvt_object_stat(s, &out->rec, &out->obj_st) < 0)
-		memset(&out->obj_st, 0, sizeof(out->obj_st));
 	if (kvt_log_debug_on()) {
 		g_autofree char *path = kvt_name_path(s, d, name);
 		g_autofree char *obj = kvt_object_path(&out->rec);

@@ -26,7 +26,6 @@ enum {
 struct kvt_published {
 	struct kvt_record rec;      /* what the name holds now, xattrs included */
 	struct stat rec_st;         /* the record file */
-	struct stat obj_st;         /* the object */
 	struct kvt_record replaced; /* KVT_PUBLISH_KEEP_REPLACED only */
 	bool dedup;                 /* the bytes were stored already */
 };

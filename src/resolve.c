@@ -179,7 +179,22 @@ static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kv
 	return 0;
 }
 
-int kvt_resolve_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_note *note)
+/* Whether @st is still the record file @ino was resolved from (caller
+ * holds the parent's lock). */
+static bool same_record_file(struct kvt_inode *ino, const struct stat *st)
+{
+	bool same;
+
+	kvt_inode_lock(ino);
+	same = ino->has_record && ino->rec_ino == st->st_ino &&
+	       ino->rec_ctime.tv_sec == st->st_ctim.tv_sec &&
+	       ino->rec_ctime.tv_nsec == st->st_ctim.tv_nsec;
+	kvt_inode_unlock(ino);
+	return same;
+}
+
+static int resolve_inode(struct kvt_fs *fs, struct kvt_inode *ino, bool to_open,
+			 struct kvt_note *note)
 {
 	struct kvt_inode *p, *child = ino;
 	struct kvt_dir *pd;
@@ -202,7 +217,7 @@ int kvt_resolve_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_note 
 		kvt_inode_detach(ino);
 	else if (ret == 0 && !S_ISREG(st.st_mode))
 		ret = -ENOENT;
-	else if (ret == 0)
+	else if (ret == 0 && !(to_open && same_record_file(ino, &st)))
 		ret = resolve_file_locked(fs, p, pd, ino->name, &st, true, &child, note);
 	if (ret == -ESTALE && !note->parent) {
 		/* Another mount's version took the name: the kernel's entry
@@ -215,8 +230,21 @@ int kvt_resolve_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_note 
 	return ret;
 }
 
-int kvt_do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir *pd,
-		  const char *name, struct fuse_entry_param *e, struct kvt_note *note)
+int kvt_resolve_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_note *note)
+{
+	return resolve_inode(fs, ino, false, note);
+}
+
+int kvt_resolve_inode_to_open(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_note *note)
+{
+	return resolve_inode(fs, ino, true, note);
+}
+
+/* kvt_do_lookup, of a name whose metadata the caller may know already
+ * (@known: it just made it), which spares a look at the lower disk. */
+static int do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir *pd,
+		     const char *name, const struct stat *known, struct fuse_entry_param *e,
+		     struct kvt_note *note)
 {
 	struct kvt_inode *child;
 	struct stat st = { 0 };
@@ -228,7 +256,10 @@ int kvt_do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir *p
 	child = g_hash_table_lookup(parent->children, name);
 	if (child && kvt_inode_is_local(child))
 		goto found; /* being written here: not on the lower disk yet */
-	ret = kvt_dir_stat(pd, name, &st);
+	if (known)
+		st = *known;
+	else
+		ret = kvt_dir_stat(pd, name, &st);
 	if (ret == -ESTALE && parent != fs->root && kvt_dir_gone(pd))
 		/* The directory itself went (another mount removed it): the
 		 * name is not there.  A store there makes it again. */
@@ -266,6 +297,23 @@ out:
 	return ret;
 }
 
+int kvt_do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir *pd,
+		  const char *name, struct fuse_entry_param *e, struct kvt_note *note)
+{
+	return do_lookup(fs, parent, pd, name, NULL, e, note);
+}
+
+int kvt_lookup_made(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir *pd,
+		    const char *name, struct kvt_dir *made, struct fuse_entry_param *e,
+		    struct kvt_note *note)
+{
+	struct stat st;
+
+	if (kvt_dir_seen(made, &st) < 0)
+		return kvt_do_lookup(fs, parent, pd, name, e, note);
+	return do_lookup(fs, parent, pd, name, &st, e, note);
+}
+
 void kvt_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
@@ -296,14 +344,18 @@ void kvt_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	kvt_notify(fs, &note, false);
 }
 
-void kvt_new_owner(struct kvt_dir *pd, const struct fuse_ctx *ctx, uid_t *uid, gid_t *gid)
+void kvt_new_owner(struct kvt_fs *fs, struct kvt_dir *pd, const struct fuse_ctx *ctx,
+		   uid_t *uid, gid_t *gid)
 {
-	struct stat st;
+	/* The directory's mode as fresh as the kernel's attributes of it. */
+	gint64 max_age = (gint64)(kvt_timeout(fs, fs->attr_timeout) * G_USEC_PER_SEC);
+	mode_t mode;
+	gid_t dgid;
 
 	*uid = ctx->uid;
 	*gid = ctx->gid;
-	if (kvt_dir_stat(pd, NULL, &st) == 0 && (st.st_mode & S_ISGID))
-		*gid = st.st_gid;
+	if (kvt_dir_inherit(pd, max_age, &mode, &dgid) == 0 && (mode & S_ISGID))
+		*gid = dgid;
 }
 
 void kvt_reply_attr(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *ino, int ret)

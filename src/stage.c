@@ -65,7 +65,9 @@ int kvt_stage_new(struct kvt_store *store, struct kvt_stage **out)
 	st->store = store;
 	st->fd = fd;
 	st->name = name;
-	st->dfd = kvt_dir_open_file(store->stage, name, O_WRONLY | O_DIRECT, 0, NULL);
+	st->dfd = kvt_file_reopen(fd, O_WRONLY | O_DIRECT);
+	if (st->dfd < 0 && st->dfd != -EINVAL) /* no /proc here; EINVAL: no O_DIRECT */
+		st->dfd = kvt_dir_open_file(store->stage, name, O_WRONLY | O_DIRECT, 0, NULL);
 	g_rw_lock_init(&st->io);
 	g_mutex_init(&st->hash_lock);
 	g_cond_init(&st->hash_cond);

@@ -14,6 +14,8 @@ struct kvt_store {
 	/* The lower file system refuses RENAME_EXCHANGE (GlusterFS, NFS):
 	 * names change under a hold (hold.h). */
 	bool no_exchange;
+	/* It refuses RENAME_NOREPLACE too: a new name is made by a link. */
+	bool no_noreplace;
 	struct kvt_stats *stats;
 	/* objects/<ab>, opened as first used: a fixed number of fds. */
 	GMutex fanout_lock;

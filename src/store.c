@@ -73,12 +73,15 @@ static int make_stage(struct kvt_store *s)
 }
 
 /* Whether the lower file system swaps two names (RENAME_EXCHANGE); a
- * publication learns then exactly which record it replaced.  Asked once,
- * of two files in our staging. */
-static int probe_exchange(struct kvt_store *s)
+ * publication learns then exactly which record it replaced.  And whether
+ * it renames onto a new name only (RENAME_NOREPLACE); where it does not,
+ * a publication links instead, without first paying for the refusal.
+ * Asked once, of files in our staging. */
+static int probe_renames(struct kvt_store *s)
 {
 	g_autofree char *a = kvt_store_stage_name(s, 'e');
 	g_autofree char *b = kvt_store_stage_name(s, 'e');
+	g_autofree char *c = kvt_store_stage_name(s, 'e');
 	int ret = 0;
 
 	for (const char *n = a; n && ret == 0; n = n == a ? b : NULL) {
@@ -95,8 +98,15 @@ static int probe_exchange(struct kvt_store *s)
 		if (ret == -EINVAL)
 			ret = 0;
 	}
+	if (ret == 0) {
+		ret = kvt_dir_rename(s->stage, a, s->stage, c, RENAME_NOREPLACE);
+		s->no_noreplace = ret == -EINVAL;
+		if (ret == -EINVAL)
+			ret = 0;
+	}
 	kvt_dir_unlink(s->stage, a);
 	kvt_dir_unlink(s->stage, b);
+	kvt_dir_unlink(s->stage, c);
 	return ret;
 }
 
@@ -142,7 +152,7 @@ struct kvt_store *kvt_store_open(const char *lowerdir, GError **err)
 		open_failed(err, lowerdir, "cannot create staging", ret);
 		goto fail;
 	}
-	ret = probe_exchange(s);
+	ret = probe_renames(s);
 	if (ret < 0) {
 		open_failed(err, lowerdir, "cannot write in staging", ret);
 		goto fail;

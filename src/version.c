@@ -163,7 +163,7 @@ bool kvt_version_published(struct kvt_fs *fs, struct kvt_inode *ino,
 	}
 	rst = pub->rec_st.st_ino ? pub->rec_st : ino->meta;
 	rst.st_mode = S_IFREG | (ino->meta.st_mode & 07777);
-	kvt_inode_take_record(ino, &pub->rec, &rst, &pub->obj_st);
+	kvt_inode_take_record(ino, &pub->rec, &rst, NULL);
 	kvt_inode_unlock(ino);
 	return drop;
 }
