@@ -2,6 +2,10 @@
 # the work directory, mounting kvtierfs and always unmounting it, medians.
 # Sourced; uses $KVTIERFS, $mount_opts and $failures of the caller.
 
+# How the script was called (sourced before it parses its arguments):
+# bench_workdir calls it so again.
+BENCH_ARGV=("$0" "$@")
+
 die() {
 	echo "bench: $*" >&2
 	exit 1
@@ -34,21 +38,49 @@ human() {
 	fi
 }
 
-# bench_workdir BASE: a new work directory under BASE ($W, with $MNT, $LOG,
-# $RES), removed at exit with whatever is mounted on $MNT.
+# bench_workdir BASE: a new work directory under BASE ($W, with
+# $MNT, $LOG, $RES), removed at exit with whatever is mounted on $MNT.
+#
+# The benchmark itself then runs in a child: this script again, in a
+# session of its own, told the directory by $KVT_BENCH_W; this shell only
+# waits for it, and on INT or TERM stops it and everything it started
+# (kvtierfs, kvtierfs-bench, fio), unmounts and removes $W.  Bash 5.2
+# fails to parse a trap's command when the signal lands while it expands
+# a $( ) ("trap: line 2: unexpected EOF while looking for matching `)'"),
+# and the script then went on as if nothing came; a shell blocked in
+# wait runs its trap cleanly.  So only the child returns from here.
 bench_workdir() {
-	W=$(mktemp -d "$1/kvtierfs-bench.XXXXXX") || die "cannot create a directory in $1"
+	local base=$1 st
+	if [ -n "${KVT_BENCH_W:-}" ]; then
+		W=$KVT_BENCH_W
+		bench_paths
+		return 0
+	fi
+	W=$(mktemp -d "$base/kvtierfs-bench.XXXXXX") || die "cannot create a directory in $base"
 	W=$(readlink -f "$W")
-	MNT=$W/mnt
-	LOG=$W/kvtierfs.log
-	RES=$W/results
-	DPID=
+	bench_paths
+	BENCH_CHILD=
 	trap cleanup EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 
 	mkdir "$MNT" "$RES" || die "cannot create directories in $W"
 	: >"$LOG"
+	# Not a process group leader (no job control here): setsid makes
+	# the child one without forking, so its pid names its group.
+	KVT_BENCH_W=$W setsid "${BENCH_ARGV[@]}" &
+	BENCH_CHILD=$!
+	wait "$BENCH_CHILD"
+	st=$?
+	BENCH_CHILD=
+	exit "$st"
+}
+
+bench_paths() {
+	MNT=$W/mnt
+	LOG=$W/kvtierfs.log
+	RES=$W/results
+	DPID=
 }
 
 # mounted PATH: PATH is a mount point (also a dead FUSE mount).
@@ -80,6 +112,12 @@ cleanup() {
 	local st=$?
 	trap - EXIT
 	trap '' INT TERM
+	if [ -n "${BENCH_CHILD:-}" ]; then
+		# Interrupted: the child's whole group stops; kvtierfs
+		# unmounts on TERM (or below).
+		kill -TERM -- "-$BENCH_CHILD" 2>/dev/null || kill -TERM "$BENCH_CHILD" 2>/dev/null
+		wait "$BENCH_CHILD" 2>/dev/null
+	fi
 	if mounted "$MNT"; then
 		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT"
 	elif [ -n "$DPID" ]; then

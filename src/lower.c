@@ -183,6 +183,7 @@ int kvt_dir_inherit(struct kvt_dir *d, gint64 max_age_us, mode_t *mode, gid_t *g
 {
 	struct stat st;
 	bool fresh;
+	int ret;
 
 	g_mutex_lock(&d->seen_lock);
 	fresh = d->seen_at && g_get_monotonic_time() - d->seen_at <= max_age_us;
@@ -191,8 +192,7 @@ int kvt_dir_inherit(struct kvt_dir *d, gint64 max_age_us, mode_t *mode, gid_t *g
 	g_mutex_unlock(&d->seen_lock);
 	if (fresh)
 		return 0;
-	int ret = kvt_dir_stat(d, NULL, &st);
-
+	ret = kvt_dir_stat(d, NULL, &st);
 	if (ret < 0)
 		return ret;
 	*mode = st.st_mode;
@@ -298,8 +298,8 @@ int kvt_dir_rename(struct kvt_dir *from, const char *fname, struct kvt_dir *to,
 	return renameat2(from->fd, fname, to->fd, tname, flags) ? FAIL("rename", fname) : 0;
 }
 
-int kvt_dir_setattr(struct kvt_dir *d, const char *name, unsigned int which,
-		    mode_t mode, uid_t uid, gid_t gid, const struct timespec ts[2])
+static int set_attrs(struct kvt_dir *d, const char *name, unsigned int which, mode_t mode,
+		     uid_t uid, gid_t gid, const struct timespec ts[2])
 {
 	kvt_autofd fd = -1;
 	int target = d->fd;
@@ -321,14 +321,22 @@ int kvt_dir_setattr(struct kvt_dir *d, const char *name, unsigned int which,
 		return FAIL("chown", name);
 	if ((which & KVT_SET_TIMES) && futimens(target, ts))
 		return FAIL("utimens", name);
+	return 0;
+}
+
+int kvt_dir_setattr(struct kvt_dir *d, const char *name, unsigned int which,
+		    mode_t mode, uid_t uid, gid_t gid, const struct timespec ts[2])
+{
+	int ret = set_attrs(d, name, which, mode, uid, gid, ts);
+
 	if (!name) {
-		/* What new entries inherit may have changed: looked at
-		 * again when next asked. */
+		/* What new entries inherit may have changed, even if a part
+		 * failed: looked at again when next asked. */
 		g_mutex_lock(&d->seen_lock);
 		d->seen_at = 0;
 		g_mutex_unlock(&d->seen_lock);
 	}
-	return 0;
+	return ret;
 }
 
 int kvt_dir_set_times(struct kvt_dir *d, const char *name, const struct timespec ts[2])
