@@ -278,14 +278,21 @@ bool kvt_dir_gone(struct kvt_dir *d)
 int kvt_inode_dir_remake(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out)
 {
 	g_autofree char *name = NULL;
-	struct kvt_dir *pd = NULL, *d = NULL;
+	struct kvt_dir *pd = NULL, *d = NULL, *old;
 	struct kvt_inode *p;
-	bool made = false;
+	bool made = false, known = false;
+	struct stat was, now;
 	int ret;
 
 	*out = NULL;
 	if (dir == fs->root)
 		return -ENOENT; /* names/ itself: the store is broken */
+	/* Made again as this mount last saw it, if it still holds it. */
+	old = kvt_dircache_get(fs->dirs, dir->serial);
+	if (old) {
+		known = kvt_dir_seen(old, &was) == 0;
+		kvt_dir_unref(old);
+	}
 	p = parent_of(fs, dir, &name);
 	if (!p)
 		return -ENOENT;
@@ -297,12 +304,18 @@ int kvt_inode_dir_remake(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_di
 	if (ret == 0) {
 		ret = kvt_dir_open(pd, name, &d);
 		if (ret == -ENOENT) {
-			ret = kvt_dir_mkdir(pd, name, 0755);
+			ret = kvt_dir_mkdir(pd, name, known ? was.st_mode & 07777 : 0755);
 			made = ret == 0;
 			if (ret == 0 || ret == -EEXIST)
 				ret = kvt_dir_open(pd, name, &d);
 		}
 	}
+	if (ret == 0 && made && known && kvt_dir_seen(d, &now) == 0 &&
+	    (now.st_uid != was.st_uid || now.st_gid != was.st_gid ||
+	     (now.st_mode & 07777) != (was.st_mode & 07777)))
+		/* Best effort: the directory is there to use either way. */
+		kvt_dir_setattr(d, NULL, KVT_SET_UID | KVT_SET_GID | KVT_SET_MODE, was.st_mode,
+				was.st_uid, was.st_gid, NULL);
 	if (ret == 0) {
 		/* Under the parent's lock, where lookups compare it. */
 		kvt_inode_lock(p);

@@ -328,10 +328,11 @@ int kvt_dir_setattr(struct kvt_dir *d, const char *name, unsigned int which,
 		    mode_t mode, uid_t uid, gid_t gid, const struct timespec ts[2])
 {
 	int ret = set_attrs(d, name, which, mode, uid, gid, ts);
+	struct stat st;
 
-	if (!name) {
-		/* What new entries inherit may have changed, even if a part
-		 * failed: looked at again when next asked. */
+	/* What new entries inherit may have changed, even if a part failed:
+	 * seen again now (a directory's attributes change seldom). */
+	if (!name && kvt_dir_stat(d, NULL, &st) < 0) {
 		g_mutex_lock(&d->seen_lock);
 		d->seen_at = 0;
 		g_mutex_unlock(&d->seen_lock);

@@ -15,7 +15,7 @@
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 
 kvt_require_root
-plan 23
+plan 24
 kvt_setup
 [ -x "$KVTIERFS_FSCK" ] || bail "kvtierfs-fsck is not built: $KVTIERFS_FSCK"
 MNT2="$T/mnt2"
@@ -92,6 +92,21 @@ in_removed 'os.mkdir("sub", dir_fd=d)' && [ -d "$LOWER/names/d/e/sub" ]
 ok $? "mount 2 removes d; mount 1 makes d/e/sub there"
 [ "$(grep -c 'directory [de] was removed by another mount: made again' "$T/daemon.log")" = 6 ]
 ok $? "each time mount 1 says it made d and d/e again"
+# Made again with the mode and owner it had, as mount 1 last saw them.
+mkdir -m 0750 "$MNT/m" && mkdir "$MNT/m/n" && chmod 2710 "$MNT/m/n" &&
+	chown 65534:65534 "$MNT/m/n" && stat -c '%a %u:%g' "$MNT/m" "$MNT/m/n" >"$T/m.before" &&
+	python3 - "$MNT/m/n" "$MNT2/m" "$T/b" <<-'PY' && cmp "$T/b" "$MNT/m/n/i" &&
+		import os, shutil, sys
+		d = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+		shutil.rmtree(sys.argv[2])
+		fd = os.open("i.tmp", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644, dir_fd=d)
+		os.write(fd, open(sys.argv[3], "rb").read())
+		os.close(fd)
+		os.rename("i.tmp", "i", src_dir_fd=d, dst_dir_fd=d)
+	PY
+	stat -c '%a %u:%g' "$LOWER/names/m" "$LOWER/names/m/n" >"$T/m.after" &&
+	cmp -s "$T/m.before" "$T/m.after" && [ "$(tr '\n' ' ' <"$T/m.after")" = "750 0:0 2710 65534:65534 " ]
+ok $? "a directory made again has the mode and owner it had: $(tr '\n' ' ' <"$T/m.after" 2>/dev/null)"
 # mount 2's kernel keeps its own view (negative entries) for 1 s
 sleep 1.1
 ok_cmd "mount 2 sees d/e/sub" test -d "$MNT2/d/e/sub"
