@@ -78,6 +78,8 @@ void kvt_inode_take_record(struct kvt_inode *ino, struct kvt_record *rec,
 	ino->meta = *rst;
 	ino->rec_ino = rst->st_ino;
 	ino->rec_ctime = rst->st_ctim;
+	if (rst->st_ino)
+		ino->st_ino = rst->st_ino; /* see inode.c */
 	ino->blocks = ost && ost->st_ino ? ost->st_blocks :
 		      (blkcnt_t)((ino->rec.size + 511) / 512);
 }

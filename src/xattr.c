@@ -183,7 +183,7 @@ static int persist_xattrs(struct kvt_fs *fs, struct kvt_inode *ino)
 		ret = kvt_store_rewrite(fs->store, pd, ino->name, &rec, &meta, &st);
 		if (ret == 0 && st.st_ino) {
 			kvt_inode_lock(ino);
-			ino->rec_ino = st.st_ino;
+			ino->rec_ino = ino->st_ino = st.st_ino; /* see inode.c */
 			ino->rec_ctime = st.st_ctim;
 			kvt_inode_unlock(ino);
 		}

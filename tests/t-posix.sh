@@ -7,7 +7,7 @@
 # files, and the clear answer for what kvtierfs refuses (link: EPERM).
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
-plan 39
+plan 40
 kvt_setup
 kvt_mount
 M=$MNT
@@ -125,6 +125,25 @@ ok $? "two writers that opened with O_TRUNC publish each its own version at its 
 pl 'put("ul", "x"); open(my $f, "<", "ul") or exit 1; unlink("ul") or exit 1;
 	exit(!((stat($f))[3] == 0 && -e "ul" == 0))'
 ok $? "a file unlinked while open has a link count of 0 (fstat)"
+
+# Inode numbers: a file made here, in place or as a temp file renamed to
+# its name, has once published the number a listing says, and keeps it
+# once the kernel has forgotten the inode (drop_caches) and looks the
+# name up again.
+inodes() {
+	local f
+	for f in "$@"; do
+		printf '%s:%s:%s ' "$f" "$(stat -c %i "$M/$f")" "$(ls -i "$M" | awk -v f="$f" '$2 == f { print $1 }')"
+	done
+}
+pl 'put("in1", "x"); put("in2.tmp", "y"); rename("in2.tmp", "in2") or exit 1; exit 0'
+before=$(inodes in1 in2)
+sync
+echo 2 >/proc/sys/vm/drop_caches
+after=$(inodes in1 in2)
+[ "$before" = "$after" ] &&
+	echo "$before" | awk '{ for (i = 1; i <= NF; i++) { split($i, a, ":"); if (a[2] == "" || a[2] != a[3]) exit 1 } }'
+ok $? "inode numbers of files made here: stat and a listing agree, before and after the kernel forgets them ($before / $after)"
 
 pl 'symlink("f", "keep-link"); system("mkfifo", "keep-fifo"); exit 0'
 kvt_umount
