@@ -21,6 +21,7 @@ static uint64_t next_serial = 1;
  * here has no lower inode until its first publication: its serial
  * meanwhile, above any number a lower file system gives. */
 #define LOCAL_INO_BASE (G_GUINT64_CONSTANT(1) << 62)
+
 static struct kvt_inode *inode_alloc(struct kvt_fs *fs, struct kvt_inode *parent,
 				     const char *name)
 {
