@@ -3,7 +3,7 @@
 # Sourced; uses $KVTIERFS, $mount_opts and $failures of the caller.
 
 # How the script was called (sourced before it parses its arguments):
-# bench_workdir calls it so again.
+# bench_workdir runs it so again, with this bash.
 BENCH_ARGV=("$0" "$@")
 
 die() {
@@ -68,7 +68,7 @@ bench_workdir() {
 	: >"$LOG"
 	# Not a process group leader (no job control here): setsid makes
 	# the child one without forking, so its pid names its group.
-	KVT_BENCH_W=$W setsid "${BENCH_ARGV[@]}" &
+	KVT_BENCH_W=$W setsid "$BASH" "${BENCH_ARGV[@]}" &
 	BENCH_CHILD=$!
 	wait "$BENCH_CHILD"
 	st=$?
