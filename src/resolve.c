@@ -93,6 +93,15 @@ void kvt_record_id(struct kvt_record *dst, const struct kvt_record *src)
 	dst->kind = src->kind;
 }
 
+/* Whether the record file @st describes is the one @ino took its version
+ * from, unchanged (caller holds ino->lock). */
+static bool record_file_unchanged(struct kvt_inode *ino, const struct stat *st)
+{
+	return ino->has_record && ino->rec_ino == st->st_ino &&
+	       ino->rec_ctime.tv_sec == st->st_ctim.tv_sec &&
+	       ino->rec_ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
 /* Resolves the published file @p/@name, whose record file @st describes,
  * into *@childp (an inode already known for the name, or NULL): rereads the
  * record if the lower one changed and checks its object's size.  A torn
@@ -115,9 +124,7 @@ static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kv
 	kvt_record_init(&rec);
 	if (file) {
 		kvt_inode_lock(file);
-		same = file->has_record && file->rec_ino == st->st_ino &&
-		       file->rec_ctime.tv_sec == st->st_ctim.tv_sec &&
-		       file->rec_ctime.tv_nsec == st->st_ctim.tv_nsec;
+		same = record_file_unchanged(file, st);
 		if (same)
 			kvt_record_id(&rec, &file->rec);
 		/* Written here: its writers' version goes to this name, over
@@ -188,9 +195,7 @@ static bool same_record_file(struct kvt_inode *ino, const struct stat *st)
 	bool same;
 
 	kvt_inode_lock(ino);
-	same = ino->has_record && ino->rec_ino == st->st_ino &&
-	       ino->rec_ctime.tv_sec == st->st_ctim.tv_sec &&
-	       ino->rec_ctime.tv_nsec == st->st_ctim.tv_nsec;
+	same = record_file_unchanged(ino, st);
 	kvt_inode_unlock(ino);
 	return same;
 }
