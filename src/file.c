@@ -355,7 +355,7 @@ static int record_at_name(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_r
 	kvt_record_init(&now);
 	ret = kvt_inode_dir(fs, p, &pd);
 	if (ret == 0)
-		ret = kvt_name_lookup(fs->store, pd, name, false, &now, &st, &ost, &fresh);
+		ret = kvt_name_lookup(fs->store, pd, name, false, -1, &now, &st, &ost, &fresh);
 	kvt_inode_unref(fs, p);
 	/* Torn (a lookup of the name purges it), or another kind now. */
 	if (ret == KVT_LOOKUP_MISSING || ret == -EBADMSG ||

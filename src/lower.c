@@ -13,18 +13,22 @@
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 
-static struct kvt_dir *dir_new(int fd)
+/* The directory open at @fd, whose metadata is @st when the caller has
+ * it already (NULL: looked at here). */
+static struct kvt_dir *dir_new(int fd, const struct stat *st)
 {
 	struct kvt_dir *d = g_new0(struct kvt_dir, 1);
-	struct stat st;
+	struct stat own;
 
 	d->refs = 1;
 	d->fd = fd;
 	g_mutex_init(&d->seen_lock);
-	if (fstat(fd, &st) == 0) {
-		d->dev = st.st_dev;
-		d->ino = st.st_ino;
-		d->seen = st;
+	if (!st && fstat(fd, &own) == 0)
+		st = &own;
+	if (st) {
+		d->dev = st->st_dev;
+		d->ino = st->st_ino;
+		d->seen = *st;
 		d->seen_at = g_get_monotonic_time();
 	}
 	return d;
@@ -97,7 +101,7 @@ int kvt_dir_open_root(const char *path, struct kvt_dir **out)
 
 	if (fd < 0)
 		return -errno;
-	*out = dir_new(fd);
+	*out = dir_new(fd, NULL);
 	return 0;
 }
 
@@ -161,7 +165,7 @@ int kvt_dir_open(struct kvt_dir *at, const char *relpath, struct kvt_dir **out)
 		if (fd < 0)
 			return FAIL("opendir", relpath);
 	}
-	*out = dir_new(fd);
+	*out = dir_new(fd, NULL);
 	return 0;
 }
 
@@ -177,6 +181,38 @@ int kvt_dir_stat(struct kvt_dir *d, const char *name, struct stat *st)
 	CHECK_NAME(name);
 	return AGAIN_IF_STALE(fstatat(d->fd, name, st, AT_SYMLINK_NOFOLLOW)) ? FAIL("stat", name)
 									      : 0;
+}
+
+int kvt_dir_hold(struct kvt_dir *d, const char *name, struct stat *st)
+{
+	int fd;
+
+	FAULT(KVT_FAULT_STAT, name, NULL);
+	CHECK_NAME(name);
+	fd = AGAIN_IF_STALE(openat(d->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+	if (fd < 0)
+		return FAIL("stat", name);
+	if (fstat(fd, st)) {
+		int ret = FAIL("stat", name);
+
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+int kvt_dir_reopen(int held, const char *name, const struct stat *st, struct kvt_dir **out)
+{
+	int fd;
+
+	FAULT(KVT_FAULT_OPENDIR, name, NULL);
+	if (!S_ISDIR(st->st_mode))
+		return -ENOTDIR;
+	fd = kvt_file_reopen(held, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return fd;
+	*out = dir_new(fd, st);
+	return 0;
 }
 
 int kvt_dir_inherit(struct kvt_dir *d, gint64 max_age_us, mode_t *mode, gid_t *gid)

@@ -54,6 +54,15 @@ int kvt_dir_open(struct kvt_dir *at, const char *relpath, struct kvt_dir **out);
 
 /* @name in @d, or @d itself when @name is NULL. */
 int kvt_dir_stat(struct kvt_dir *d, const char *name, struct stat *st);
+/* @name in @d, held by an O_PATH descriptor (returned), which opens
+ * nothing (a FIFO or a device planted there stays shut); @st gets its
+ * metadata.  What it is, a directory or a regular file, is then opened
+ * from it (kvt_dir_reopen, kvt_file_reopen) without a look at its name:
+ * on a network file system one round trip where a stat by name and an
+ * open by name are two. */
+int kvt_dir_hold(struct kvt_dir *d, const char *name, struct stat *st);
+/* The directory @name held at @held (kvt_dir_hold), @st its metadata. */
+int kvt_dir_reopen(int held, const char *name, const struct stat *st, struct kvt_dir **out);
 /* @d's own mode and group, which a new entry in it may inherit, as seen
  * at most @max_age_us ago (looked at again when older: on a network
  * file system each look is a round trip).  A change made through @d

@@ -44,6 +44,21 @@ int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
 	return read_record_fd(fd, name, st ? st : &own, rec);
 }
 
+/* kvt_name_read of the record held at @held (kvt_dir_hold), whose
+ * metadata @st has; by its name if it cannot be opened from there. */
+static int name_read_held(struct kvt_dir *d, const char *name, int held,
+			  struct kvt_record *rec, struct stat *st)
+{
+	kvt_autofd fd = S_ISREG(st->st_mode) ? kvt_file_reopen(held, O_RDONLY | O_NONBLOCK) : -1;
+	int ret;
+
+	if (fd < 0)
+		return kvt_name_read(d, name, rec, st);
+	kvt_record_init(rec);
+	ret = kvt_fault(KVT_FAULT_OPEN, name); /* as kvt_name_read's open */
+	return ret < 0 ? ret : read_record_fd(fd, name, st, rec);
+}
+
 /* The object of @rec, as kvt_object_stat; a record of another kind has
  * none, and its size is the record's. */
 static int stat_object(struct kvt_store *s, const struct kvt_record *rec, struct stat *ost)
@@ -66,7 +81,8 @@ static bool same_record(const struct kvt_record *a, const struct kvt_record *b)
 #define LOOKUP_TRIES 64
 
 int kvt_name_lookup(struct kvt_store *s, struct kvt_dir *d, const char *name, bool known,
-		    struct kvt_record *rec, struct stat *st, struct stat *ost, bool *fresh)
+		    int held, struct kvt_record *rec, struct stat *st, struct stat *ost,
+		    bool *fresh)
 {
 	*fresh = false;
 	for (int attempt = 0; attempt < LOOKUP_TRIES; attempt++) {
@@ -76,7 +92,8 @@ int kvt_name_lookup(struct kvt_store *s, struct kvt_dir *d, const char *name, bo
 
 		if (!known) {
 			kvt_record_clear(rec);
-			ret = kvt_name_read(d, name, rec, st);
+			ret = held >= 0 && attempt == 0 ? name_read_held(d, name, held, rec, st)
+							: kvt_name_read(d, name, rec, st);
 			if (ret < 0)
 				return ret;
 			*fresh = known = true;

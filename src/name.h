@@ -35,7 +35,9 @@ int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
  * the object is missing, the name is read again, and a record that
  * replaced the one read (whose object its replacer then released) is taken
  * instead.  With @known, @rec already holds the record that @st (the
- * name's) describes, and is read only if its object is missing.
+ * name's) describes, and is read only if its object is missing; else
+ * @held (or -1) holds the name (kvt_dir_hold) that @st describes, and the
+ * record is read from there first.
  * *@fresh: @rec and @st were read here.  Returns 0;
  * KVT_LOOKUP_MISSING when the record that holds the name has no object,
  * or something else than a regular file in its place (torn); -ENOENT when
@@ -43,7 +45,8 @@ int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
  * name changed under every look. */
 enum { KVT_LOOKUP_MISSING = 1 };
 int kvt_name_lookup(struct kvt_store *s, struct kvt_dir *d, const char *name, bool known,
-		    struct kvt_record *rec, struct stat *st, struct stat *ost, bool *fresh);
+		    int held, struct kvt_record *rec, struct stat *st, struct stat *ost,
+		    bool *fresh);
 /* Reads the record @d/@name as kvt_name_read, without moving its access
  * time (the visible file's, which evictors read) where O_NOATIME is
  * allowed: for a walk of every record. */

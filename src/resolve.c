@@ -102,16 +102,17 @@ static bool record_file_unchanged(struct kvt_inode *ino, const struct stat *st)
 	       ino->rec_ctime.tv_nsec == st->st_ctim.tv_nsec;
 }
 
-/* Resolves the published file @p/@name, whose record file @st describes,
- * into *@childp (an inode already known for the name, or NULL): rereads the
- * record if the lower one changed and checks its object's size.  A torn
+/* Resolves the published file @p/@name, whose record file @st describes
+ * (and @held holds, or -1: kvt_dir_hold), into *@childp (an inode already
+ * known for the name, or NULL): rereads the record if the lower one
+ * changed and checks its object's size.  A torn
  * name is purged and answers ENOENT; an object that went with its record,
  * replaced by another mount meanwhile, is no torn name (kvt_name_lookup).
  * A version another mount put at the name gets an inode of its own, as
  * one put there here does: the kernel keeps the old one's size and pages
  * for as long as it trusts them.  Caller holds p->lock. */
 static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir *pd,
-			       const char *name, struct stat *st, bool by_inode,
+			       const char *name, struct stat *st, int held, bool by_inode,
 			       struct kvt_inode **childp, struct kvt_note *note)
 {
 	struct kvt_inode *child = *childp, *file = child && !child->is_dir ? child : NULL;
@@ -132,7 +133,7 @@ static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kv
 		idle = file->has_record && !file->writers && !kvt_inode_pending(file);
 		kvt_inode_unlock(file);
 	}
-	ret = kvt_name_lookup(fs->store, pd, name, same, &rec, st, &ost, &fresh);
+	ret = kvt_name_lookup(fs->store, pd, name, same, held, &rec, st, &ost, &fresh);
 	if (fresh)
 		same = false;
 	if (ret == -EBADMSG) {
@@ -225,7 +226,7 @@ static int resolve_inode(struct kvt_fs *fs, struct kvt_inode *ino, bool to_open,
 	else if (ret == 0 && !S_ISREG(st.st_mode))
 		ret = -ENOENT;
 	else if (ret == 0 && !(to_open && same_record_file(ino, &st)))
-		ret = resolve_file_locked(fs, p, pd, ino->name, &st, true, &child, note);
+		ret = resolve_file_locked(fs, p, pd, ino->name, &st, -1, true, &child, note);
 	if (ret == -ESTALE && !note->parent) {
 		/* Another mount's version took the name: the kernel's entry
 		 * goes, so that its next walk looks the name up. */
@@ -247,6 +248,17 @@ int kvt_resolve_inode_to_open(struct kvt_fs *fs, struct kvt_inode *ino, struct k
 	return resolve_inode(fs, ino, true, note);
 }
 
+/* The directory @dir just found, held at @held, stays open for what is
+ * looked up in it next (a walk down vLLM's fan-out): opening it again by
+ * name is a round trip on a network file system. */
+static void keep_dir(struct kvt_fs *fs, struct kvt_inode *dir, int held, const struct stat *st)
+{
+	g_autoptr(kvt_dir) d = NULL;
+
+	if (kvt_dir_reopen(held, dir->name, st, &d) == 0)
+		kvt_dircache_put(fs->dirs, dir->serial, d);
+}
+
 /* kvt_do_lookup, of a name whose metadata the caller may know already
  * (@known: it just made it), which spares a look at the lower disk. */
 static int do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir *pd,
@@ -255,6 +267,7 @@ static int do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir
 {
 	struct kvt_inode *child;
 	struct stat st = { 0 };
+	kvt_autofd held = -1;
 	int ret = 0;
 
 	if (strlen(name) > NAME_MAX)
@@ -263,10 +276,18 @@ static int do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir
 	child = g_hash_table_lookup(parent->children, name);
 	if (child && kvt_inode_is_local(child))
 		goto found; /* being written here: not on the lower disk yet */
-	if (known)
+	if (known) {
 		st = *known;
-	else
+	} else if (!child) {
+		/* New to this mount: held while we look, so that what it is
+		 * (a directory to walk into, a record to read) is opened
+		 * from there, not by its name again. */
+		ret = kvt_dir_hold(pd, name, &st);
+		held = ret;
+		ret = MIN(ret, 0);
+	} else {
 		ret = kvt_dir_stat(pd, name, &st);
+	}
 	if (ret == -ESTALE && parent != fs->root && kvt_dir_gone(pd))
 		/* The directory itself went (another mount removed it): the
 		 * name is not there.  A store there makes it again. */
@@ -287,13 +308,15 @@ static int do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir
 			kvt_inode_detach(child);
 		child = kvt_inode_new_dir(fs, parent, name, &st);
 		kvt_inode_attach(parent, child);
+		if (held >= 0)
+			keep_dir(fs, child, held, &st);
 		goto found;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		ret = -ENOENT; /* nothing kvtierfs wrote */
 		goto out;
 	}
-	ret = resolve_file_locked(fs, parent, pd, name, &st, false, &child, note);
+	ret = resolve_file_locked(fs, parent, pd, name, &st, held, false, &child, note);
 	if (ret < 0)
 		goto out;
 found:

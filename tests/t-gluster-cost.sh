@@ -7,8 +7,9 @@
 # the operations on names weigh more than the writes) in vLLM's fan-out,
 # one at a time, stored through host A, every cache dropped, loaded
 # through host B.  Measured here: a store costs 1.27-1.29 times a plain
-# one (1.85 before stores made fewer lower calls); a first load 2.91-2.94
-# times (3.14 before), which its bound keeps from growing, not lower.
+# one (1.85 before stores made fewer lower calls); a first load 2.36-2.39
+# times (2.90-2.94 before a lookup held the names new to it, 3.14 before
+# that).
 # kvt-timeout: 300
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/gluster.sh"
@@ -80,8 +81,8 @@ PLAIN_LOAD=$OPS
 brick_ops "kvtierfs load" "$BENCH" --dir "$K2" "${BLOCKS[@]}" --phases load --check
 ok $? "the same 64 blocks loaded through kvtierfs on host B, checked"
 KVT_LOAD=$OPS
-r=$(at_most "$KVT_LOAD" "$PLAIN_LOAD" 3.2)
-ok $? "a first load costs the server $r times a plain one (at most 3.2): $KVT_LOAD against $PLAIN_LOAD operations"
+r=$(at_most "$KVT_LOAD" "$PLAIN_LOAD" 2.6)
+ok $? "a first load costs the server $r times a plain one (at most 2.6): $KVT_LOAD against $PLAIN_LOAD operations"
 
 "${GL_CLI[@]}" volume profile "$GL_VOL" stop >>"$T/profile.log" 2>&1
 ok $? "profiling stopped"

@@ -97,6 +97,56 @@ static void test_fifo(const char *top)
 	g_unlink(fifo);
 }
 
+/* A look at a name that holds it (O_PATH) opens nothing there, follows no
+ * link, and opens a directory or a file from the hold, the same one. */
+static void test_hold(const char *parent, const char *outside)
+{
+	g_autofree char *top = path_in(parent, "hold");
+	g_autofree char *d = path_in(top, "hd"), *f = path_in(top, "hf");
+	g_autofree char *fifo = path_in(top, "hfifo"), *link = path_in(top, "hl");
+	g_autoptr(kvt_dir) root = NULL;
+	g_autoptr(kvt_dir) dir = NULL;
+	struct stat st, sub;
+	char buf[8] = { 0 };
+	int h, fd;
+
+	g_mkdir(top, 0755);
+	g_mkdir(d, 0755);
+	g_file_set_contents(f, "bytes", 5, NULL);
+	mkfifo(fifo, 0644);
+	symlink(outside, link);
+	kvt_dir_open_root(top, &root);
+
+	h = kvt_dir_hold(root, "hd", &st);
+	ok(h >= 0 && S_ISDIR(st.st_mode) && kvt_dir_reopen(h, "hd", &st, &dir) == 0 &&
+	   dir->ino == st.st_ino && kvt_dir_mkdir(dir, "sub", 0755) == 0 &&
+	   kvt_dir_stat(root, "hd", &sub) == 0 && sub.st_nlink == 3,
+	   "a held directory is opened from its hold, and is the one named");
+	if (h >= 0)
+		close(h);
+	h = kvt_dir_hold(root, "hf", &st);
+	fd = h >= 0 ? kvt_file_reopen(h, O_RDONLY) : -1;
+	ok(S_ISREG(st.st_mode) && fd >= 0 && read(fd, buf, sizeof(buf)) == 5 &&
+	   !strcmp(buf, "bytes") && kvt_dir_reopen(h, "hf", &st, &dir) == -ENOTDIR,
+	   "a held file is read from its hold, and is no directory");
+	if (fd >= 0)
+		close(fd);
+	if (h >= 0)
+		close(h);
+	alarm(10);
+	h = kvt_dir_hold(root, "hfifo", &st);
+	alarm(0);
+	ok(h >= 0 && S_ISFIFO(st.st_mode), "a FIFO is held without opening it (no block)");
+	if (h >= 0)
+		close(h);
+	h = kvt_dir_hold(root, "hl", &st);
+	ok(h >= 0 && S_ISLNK(st.st_mode), "a symbolic link is held as itself, not followed");
+	if (h >= 0)
+		close(h);
+	ok(kvt_dir_hold(root, "none", &st) == -ENOENT && kvt_dir_hold(root, "a/b", &st) == -EINVAL,
+	   "a missing name is not held; a path is no name");
+}
+
 static void test_list(const char *top)
 {
 	g_autoptr(kvt_dir) root = NULL;
@@ -191,11 +241,12 @@ int main(void)
 	g_autofree char *top = g_dir_make_tmp("kvt-lower-XXXXXX", NULL);
 	g_autofree char *outside = g_dir_make_tmp("kvt-lower-out-XXXXXX", NULL);
 
-	printf("1..25\n");
+	printf("1..30\n");
 	test_names();
 	test_links(top, outside);
 	test_fifo(top);
 	test_list(top);
+	test_hold(top, outside);
 	test_dircache(top);
 	test_sync_up(top);
 	test_planted_staging(outside);

@@ -268,7 +268,7 @@ static void test_lookup_replaced(void)
 	ref = kvt_object_ref_name(&pa.rec);
 	kvt_record_init(&rec);
 	kvt_fault_hook(KVT_FAULT_STAT, ref, b_publishes, &x);
-	ok(kvt_name_lookup(A, names, "r", false, &rec, &st, &ost, &fresh) == 0 && x.ran &&
+	ok(kvt_name_lookup(A, names, "r", false, -1, &rec, &st, &ost, &fresh) == 0 && x.ran &&
 	   x.ret == 0 && fresh && !strcmp(rec.ref, x.pub.rec.ref) && ost.st_size == LEN,
 	   "lookup: B replaced the record A read before A looked at its object: A gets B's record");
 	ok(links_of(a) == 0, "A's bytes went with its record");
@@ -279,7 +279,7 @@ static void test_lookup_replaced(void)
 	kvt_record_copy(&old, &rec);
 	kvt_published_clear(&x.pub);
 	ok(publish_buf(B, "r", c, &x.pub) == 0, "B stores 'r' again");
-	ok(kvt_name_lookup(A, names, "r", true, &old, &st, &ost, &fresh) == 0 && fresh &&
+	ok(kvt_name_lookup(A, names, "r", true, -1, &old, &st, &ost, &fresh) == 0 && fresh &&
 	   old.size == LEN && reads(A, "r", c) && strcmp(old.ref, rec.ref) != 0,
 	   "lookup of a known record whose object went: the name's new record is read");
 	kvt_record_clear(&old);
@@ -295,14 +295,14 @@ static void test_lookup_replaced(void)
 		obj = object_file(top, &now, false);
 		anchor = object_file(top, &now, true);
 		ok(unlink(obj) == 0 && unlink(anchor) == 0 &&
-		   kvt_name_lookup(A, names, "r", true, &now, &st, &ost, &fresh) ==
+		   kvt_name_lookup(A, names, "r", true, -1, &now, &st, &ost, &fresh) ==
 			   KVT_LOOKUP_MISSING && !fresh,
 		   "a record that stays at its name with its object gone is missing (torn)");
 		ok(kvt_name_purge(A, names, "r", &now) == 1 && !lower_exists(rpath) &&
 		   links_of(c) == 0, "purged: the name goes");
 		kvt_record_clear(&now);
 	}
-	ok(kvt_name_lookup(A, names, "r", false, &rec, &st, &ost, &fresh) == -ENOENT,
+	ok(kvt_name_lookup(A, names, "r", false, -1, &rec, &st, &ost, &fresh) == -ENOENT,
 	   "lookup of a name that is gone: ENOENT");
 	kvt_record_clear(&rec);
 	kvt_published_clear(&pa);
