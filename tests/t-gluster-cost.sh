@@ -7,7 +7,7 @@
 # the operations on names weigh more than the writes) in vLLM's fan-out,
 # one at a time, stored through host A, every cache dropped, loaded
 # through host B.  Measured here: a store costs 1.27-1.29 times a plain
-# one (1.85 before stores made fewer lower calls); a first load 2.36-2.39
+# one (1.85 before stores made fewer lower calls); a first load 2.36-2.43
 # times (2.90-2.94 before a lookup held the names new to it, 3.14 before
 # that).
 # kvt-timeout: 300
