@@ -89,22 +89,28 @@ mounted() {
 }
 
 # wait_pid PID SECS: wait for our child PID; kill -9 it after SECS.  Its
-# exit status, 255 if it had to be killed.  No polling: wait -n on the
-# child and a sleep.
+# exit status, 255 if it had to be killed.  No polling: a watchdog job
+# kills it, and is sent TERM when the child ends first (a wait for one pid
+# is reliable where bash 5.2's "wait -n PID1 PID2" is not: it misses a job
+# that ended before it was called and waits for the other).
 wait_pid() {
-	local pid=$1 sp fin='' st
-	sleep "$2" >/dev/null 2>&1 &
-	sp=$!
-	wait -n -p fin "$pid" "$sp"
-	st=$?
-	if [ "$fin" = "$sp" ]; then
+	local pid=$1 wd st
+	(
+		s=
+		trap '[ -n "$s" ] && kill "$s" 2>/dev/null; exit 0' TERM
+		sleep "$2" &
+		s=$!
+		wait "$s" || exit 0
 		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
-		return 255
-	fi
-	# KILL: the sleep may ignore TERM (started from cleanup)
-	kill -KILL "$sp" 2>/dev/null
-	wait "$sp" 2>/dev/null
+		exit 1
+	) </dev/null >/dev/null 2>&1 &
+	wd=$!
+	wait "$pid"
+	st=$?
+	kill "$wd" 2>/dev/null
+	wait "$wd" 2>/dev/null
+	# 1: it fired; 0 or 143 (TERM before its trap was set): it did not
+	[ $? = 1 ] && return 255
 	return "$st"
 }
 

@@ -141,25 +141,49 @@ _kvt_tmpfile() {
 # flag file $T/.hung makes the next test point bail out (_kvt_check_hung),
 # and the status is 254.
 kvt_guard() {
-	local pid sp st fin=
+	local pid wd
 	"$@" {_kvt_out}>&- {_kvt_err}>&- &
 	pid=$!
-	sleep "$KVT_CMD_TIMEOUT" </dev/null >/dev/null 2>&1 {_kvt_out}>&- {_kvt_err}>&- &
-	sp=$!
-	wait -n -p fin "$pid" "$sp" 2>/dev/null
-	st=$?
-	if [ "$fin" != "$sp" ]; then
-		kill -KILL "$sp" 2>/dev/null
-		wait "$sp" 2>/dev/null
-		[ -n "$fin" ] && return "$st"
-		wait "$pid" 2>/dev/null
-		return
-	fi
-	_kvt_hang_report "$pid" "$*" >"$T/.hang" 2>&1
+	_kvt_after "$KVT_CMD_TIMEOUT" _kvt_hung "$pid" "$*"
+	wd=$!
+	wait "$pid"
+	local st=$?
+	kill "$wd" 2>/dev/null
+	wait "$wd" 2>/dev/null
+	[ $? = 1 ] || return "$st"
+	# The watchdog found it hung and killed the daemons (in its own
+	# shell): forget them here too.
+	_kvt_kill_daemons
+	return 254
+}
+
+# _kvt_hung PID CMDLINE: the report of kvt_guard's command PID still
+# running, then every daemon killed (so that PID returns).
+_kvt_hung() {
+	kill -0 "$1" 2>/dev/null || return 0
+	_kvt_hang_report "$1" "$2" >"$T/.hang" 2>&1
 	: >"$T/.hung"
 	_kvt_kill_daemons
-	_kvt_wait_pid "$pid" 30
-	return 254
+	_kvt_wait_pid "$1" 30
+}
+
+# _kvt_after SECONDS CMD...: a background job (its pid in $!) that runs
+# CMD after SECONDS unless it is sent TERM first; its exit status is 1 if
+# CMD ran, anything else if not (TERM may come before its trap is set).  A wait for one pid is reliable where bash 5.2's
+# "wait -n PID1 PID2" is not: it does not see a job that ended before it
+# was called, and waits for the other one.
+_kvt_after() {
+	local secs=$1
+	shift
+	(
+		s=
+		trap '[ -n "$s" ] && kill "$s" 2>/dev/null; exit 0' TERM
+		sleep "$secs" &
+		s=$!
+		wait "$s" || exit 0
+		"$@"
+		exit 1
+	) </dev/null >/dev/null 2>&1 {_kvt_out}>&- {_kvt_err}>&- &
 }
 
 # _kvt_hang_report PID CMDLINE: what PID and the daemons are blocked on.
@@ -313,26 +337,18 @@ kvt_fstype() {
 }
 
 # _kvt_wait_pid PID SECONDS: wait for our child PID to exit; kill -9 it after
-# SECONDS.  Returns its exit status, or 255 if it had to be killed.
-# (wait -n on the daemon and a sleep: no polling; the sleep is ended with
-# SIGKILL so that no trap of this shell can run in it.)
+# SECONDS.  Returns its exit status, or 255 if it had to be killed.  (A
+# watchdog job, _kvt_after: no polling.)
 _kvt_wait_pid() {
-	local pid=$1 secs=$2 sp st fin=
-	sleep "$secs" </dev/null >/dev/null 2>&1 &
-	sp=$!
-	wait -n -p fin "$pid" "$sp" 2>/dev/null
+	local pid=$1 wd st
+	_kvt_after "$2" kill -KILL "$pid"
+	wd=$!
+	wait "$pid" 2>/dev/null
 	st=$?
-	if [ "$fin" = "$sp" ]; then
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
-		return 255
-	fi
-	kill -KILL "$sp" 2>/dev/null
-	wait "$sp" 2>/dev/null
-	if [ -z "$fin" ]; then
-		# not our child (or already waited for): nothing to wait on
-		return 0
-	fi
+	kill "$wd" 2>/dev/null
+	wait "$wd" 2>/dev/null
+	[ $? = 1 ] && return 255
+	[ "$st" = 127 ] && return 0 # not our child (or already waited for)
 	return "$st"
 }
 
@@ -491,6 +507,20 @@ kvt_kill9() {
 }
 
 # ---------------------------------------------------------------- setup
+
+# kvt_two_hosts STORE1 STORE2: one store seen through two client mounts of
+# a shared file system (STORE2 is STORE1 through the other), made, and a
+# kvtierfs mount on each host: $K1 (pid $P1) and $K2 (pid $P2).  Two test
+# points.
+kvt_two_hosts() {
+	mkdir "$1" "$T/k1" "$T/k2" || bail "mkdir failed"
+	K1=$T/k1
+	K2=$T/k2
+	kvt_start "$1" "$K1"
+	P1=$KVT_LAST_PID
+	kvt_start "$2" "$K2"
+	P2=$KVT_LAST_PID
+}
 
 # kvt_bg PID: kill PID at exit if it still runs (e.g. a client started in a
 # process substitution, which jobs -p does not list).
