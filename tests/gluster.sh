@@ -79,13 +79,7 @@ gl_setup() {
 # gl_two_hosts: a store on the volume and a kvtierfs mount on each host,
 # $K1 (pid $P1) over $GL1 and $K2 (pid $P2) over $GL2.
 gl_two_hosts() {
-	mkdir "$GL1/store" "$T/k1" "$T/k2" || bail "mkdir failed"
-	K1=$T/k1
-	K2=$T/k2
-	kvt_start "$GL1/store" "$K1"
-	P1=$KVT_LAST_PID
-	kvt_start "$GL2/store" "$K2"
-	P2=$KVT_LAST_PID
+	kvt_two_hosts "$GL1/store" "$GL2/store"
 }
 
 # gl_procs: the brick and client processes of this rig (their command
