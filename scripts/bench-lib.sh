@@ -90,26 +90,23 @@ mounted() {
 
 # wait_pid PID SECS: wait for our child PID; kill -9 it after SECS.  Its
 # exit status, 255 if it had to be killed.  No polling: a watchdog job
-# kills it, and is sent TERM when the child ends first (a wait for one pid
-# is reliable where bash 5.2's "wait -n PID1 PID2" is not: it misses a job
-# that ended before it was called and waits for the other).
+# waits in bash's read -t on a pipe nobody writes to, and is killed (-9:
+# no trap can take or lose it) when the child ends first.  (A wait for
+# one pid is reliable where bash 5.2's "wait -n PID1 PID2" is not: it
+# misses a job that ended before it was called and waits for the other.)
 wait_pid() {
 	local pid=$1 wd st
 	(
-		s=
-		trap '[ -n "$s" ] && kill "$s" 2>/dev/null; exit 0' TERM
-		sleep "$2" &
-		s=$!
-		wait "$s" || exit 0
+		exec {fd}<> <(:)
+		read -r -t "$2" -u "$fd" _ && exit 0
 		kill -KILL "$pid" 2>/dev/null
 		exit 1
 	) </dev/null >/dev/null 2>&1 &
 	wd=$!
 	wait "$pid"
 	st=$?
-	kill "$wd" 2>/dev/null
+	kill -KILL "$wd" 2>/dev/null
 	wait "$wd" 2>/dev/null
-	# 1: it fired; 0 or 143 (TERM before its trap was set): it did not
 	[ $? = 1 ] && return 255
 	return "$st"
 }

@@ -105,9 +105,9 @@ static bool record_file_unchanged(struct kvt_inode *ino, const struct stat *st)
 /* Resolves the published file @p/@name, whose record file @st describes
  * (and @held holds, or -1: kvt_dir_hold), into *@childp (an inode already
  * known for the name, or NULL): rereads the record if the lower one
- * changed and checks its object's size.  A torn
- * name is purged and answers ENOENT; an object that went with its record,
- * replaced by another mount meanwhile, is no torn name (kvt_name_lookup).
+ * changed and checks its object's size.  A torn name is purged and
+ * answers ENOENT; an object that went with its record, replaced by another
+ * mount meanwhile, is no torn name (kvt_name_lookup).
  * A version another mount put at the name gets an inode of its own, as
  * one put there here does: the kernel keeps the old one's size and pages
  * for as long as it trusts them.  Caller holds p->lock. */

@@ -148,9 +148,7 @@ kvt_guard() {
 	wd=$!
 	wait "$pid"
 	local st=$?
-	kill "$wd" 2>/dev/null
-	wait "$wd" 2>/dev/null
-	[ $? = 1 ] || return "$st"
+	_kvt_after_cancel "$wd" || return "$st"
 	# The watchdog found it hung and killed the daemons (in its own
 	# shell): forget them here too.
 	_kvt_kill_daemons
@@ -168,22 +166,28 @@ _kvt_hung() {
 }
 
 # _kvt_after SECONDS CMD...: a background job (its pid in $!) that runs
-# CMD after SECONDS unless it is sent TERM first; its exit status is 1 if
-# CMD ran, anything else if not (TERM may come before its trap is set).  A wait for one pid is reliable where bash 5.2's
-# "wait -n PID1 PID2" is not: it does not see a job that ended before it
-# was called, and waits for the other one.
+# CMD after SECONDS unless it is killed first (_kvt_after_cancel); its
+# exit status is 1 if CMD ran.  It waits in bash's own read -t on a pipe
+# nobody writes to: no child to outlive it, and SIGKILL, which no trap
+# can take or lose, ends it.  (A wait for one pid is reliable where bash
+# 5.2's "wait -n PID1 PID2" is not: it does not see a job that ended
+# before it was called, and waits for the other one.)
 _kvt_after() {
 	local secs=$1
 	shift
 	(
-		s=
-		trap '[ -n "$s" ] && kill "$s" 2>/dev/null; exit 0' TERM
-		sleep "$secs" &
-		s=$!
-		wait "$s" || exit 0
+		exec {fd}<> <(:)
+		read -r -t "$secs" -u "$fd" _ && exit 0
 		"$@"
 		exit 1
 	) </dev/null >/dev/null 2>&1 {_kvt_out}>&- {_kvt_err}>&- &
+}
+
+# _kvt_after_cancel PID: ends the _kvt_after job PID; true if its CMD ran.
+_kvt_after_cancel() {
+	kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	[ $? = 1 ]
 }
 
 # _kvt_hang_report PID CMDLINE: what PID and the daemons are blocked on.
@@ -345,9 +349,7 @@ _kvt_wait_pid() {
 	wd=$!
 	wait "$pid" 2>/dev/null
 	st=$?
-	kill "$wd" 2>/dev/null
-	wait "$wd" 2>/dev/null
-	[ $? = 1 ] && return 255
+	_kvt_after_cancel "$wd" && return 255
 	[ "$st" = 127 ] && return 0 # not our child (or already waited for)
 	return "$st"
 }
