@@ -190,6 +190,8 @@ int kvt_dir_hold(struct kvt_dir *d, const char *name, struct stat *st)
 	FAULT(KVT_FAULT_STAT, name, NULL);
 	CHECK_NAME(name);
 	fd = AGAIN_IF_STALE(openat(d->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+		return -errno; /* ours, not the lower disk's: kvt_dir_stat needs none */
 	if (fd < 0)
 		return FAIL("stat", name);
 	if (fstat(fd, st)) {

@@ -284,6 +284,8 @@ static int do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir
 		 * from there, not by its name again. */
 		ret = kvt_dir_hold(pd, name, &st);
 		held = ret;
+		if (ret == -EMFILE || ret == -ENFILE)
+			ret = kvt_dir_stat(pd, name, &st); /* needs no descriptor */
 		ret = MIN(ret, 0);
 	} else {
 		ret = kvt_dir_stat(pd, name, &st);
