@@ -12,6 +12,7 @@
 # kvt-timeout: 600
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cephfs.sh"
+. "$(dirname "$0")/twohosts.sh"
 
 kvt_require_root
 plan 19
@@ -28,83 +29,36 @@ ok $? "both hosts see a remote store, verify at every open, and change names und
 
 SIZE=262144
 N=32
-ok_kvclient "host A stores $N blocks (O_DIRECT)" \
-	vllm-store --dir "$K1" --blocks $N --size $SIZE
-ok_kvclient "host B loads them, every byte checked (O_DIRECT)" \
-	vllm-load --dir "$K2" --blocks $N --size $SIZE
-ok_kvclient "host B loads them buffered" \
-	vllm-load --dir "$K2" --blocks $N --size $SIZE --buffered
-ok_kvclient "host B stores $N more" \
-	vllm-store --dir "$K2" --blocks $N --size $SIZE --key-base 1000
-ok_kvclient "host A loads them" \
-	vllm-load --dir "$K1" --blocks $N --size $SIZE --key-base 1000
+th_exchange $N
 
 # --- damage on the server -------------------------------------------------
-probe() {
-	"$KVCLIENT" probe --dir "$1" --key-base "$2" --size $SIZE 2>/dev/null | head -n 1
-}
 obj_of() {
 	echo "$CF1/store/$(kvt_xattr "$K1/$("$KVCLIENT" paths --dir "$K1" --key-base "$1" --blocks 1)" \
 		user.kvtierfs.object)"
 }
-# damaged KEY: KEY probed on host B, A, B, A: no host may serve a wrong or
-# short block; the first to read the damage gets EIO (torn by hash) or
-# ENOENT (torn by size), every later resolve misses.
-damaged() {
-	local out=() h
-	for h in "$K2" "$K1" "$K2" "$K1"; do
-		out+=("$(probe "$h" "$1")")
-	done
-	echo "${out[*]}"
-}
-drop_caches() {
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-}
-
 o3=$(obj_of 3)
 cf_object_get "$o3" "$T/obj3" && [ "$(stat -c %s "$T/obj3")" = $SIZE ] &&
 	printf '\x5a' | dd of="$T/obj3" bs=1 seek=$((SIZE / 2)) conv=notrunc status=none &&
 	before=$(stat -c '%s %Y %Z' "$o3") && cf_object_put "$o3" "$T/obj3" &&
 	[ "$(stat -c '%s %Y %Z' "$o3")" = "$before" ]
 ok $? "a byte of block 3's object changed in the data pool: its size and times on the clients stay ($before)"
-drop_caches
-r=$(damaged 3)
+th_drop_caches
+r=$(th_damaged 3)
 [ "$r" = "eio enoent enoent enoent" ]
 ok $? "host B gets EIO, then both hosts miss it ($r)"
 grep -q "purged .*: .*torn by hash" "$T/daemon.log"
 ok $? "the purge is logged: torn by hash"
 
 truncate -s $((SIZE / 2)) "$(obj_of 7)"
-drop_caches
-r=$(damaged 7)
+th_drop_caches
+r=$(th_damaged 7)
 [ "$r" = "enoent enoent enoent enoent" ]
 ok $? "block 7's object truncated through a client: both hosts miss it ($r)"
 
-bad=$(for k in $(seq 0 $((N - 1))); do
-	case $k in 3 | 7) continue ;; esac
-	for h in "$K1" "$K2"; do
-		o=$(probe "$h" "$k")
-		[ "$o" = ok ] || echo "$k@$(basename "$h"):$o"
-	done
-done)
-[ -z "$bad" ]
-ok $? "every other block still loads right on both hosts" || diag "$bad"
+th_others_ok $N 3 7
 
 # Both hosts store the same names at once, while each reads them.
-RACE=(--blocks 8 --size 65536 --writers 4 --readers 8 --rounds 8 --shared --key-base 500)
-"$KVCLIENT" race --dir "$K1" "${RACE[@]}" --version 1 >"$T/race1.out" 2>&1 &
-r1=$!
-kvt_bg "$r1"
-"$KVCLIENT" race --dir "$K2" "${RACE[@]}" --version 1001 >"$T/race2.out" 2>&1
-s2=$?
-wait "$r1"
-s1=$?
-[ "$s1" = 0 ] && [ "$s2" = 0 ]
-ok $? "both hosts rename versions over the same 8 names while 8 readers each read them: every read one whole version, no ENOENT once published (exit $s1, $s2)"
-grep -h '^race ' "$T/race1.out" "$T/race2.out" | sed 's/^/#   /'
-[ "$s1" = 0 ] || diag_file "$T/race1.out" 10
-[ "$s2" = 0 ] || diag_file "$T/race2.out" 10
+th_race
 
 kvt_stop "$K1" "$P1"
 kvt_stop "$K2" "$P2"

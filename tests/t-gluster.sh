@@ -13,6 +13,7 @@
 # kvt-timeout: 600
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/gluster.sh"
+. "$(dirname "$0")/twohosts.sh"
 
 kvt_require_root
 plan 28
@@ -27,22 +28,9 @@ ok $? "both hosts see a remote store and verify at every open"
 
 SIZE=262144
 N=32
-ok_kvclient "host A stores $N blocks (O_DIRECT)" \
-	vllm-store --dir "$K1" --blocks $N --size $SIZE
-ok_kvclient "host B loads them, every byte checked (O_DIRECT)" \
-	vllm-load --dir "$K2" --blocks $N --size $SIZE
-ok_kvclient "host B loads them buffered" \
-	vllm-load --dir "$K2" --blocks $N --size $SIZE --buffered
-ok_kvclient "host B stores $N more" \
-	vllm-store --dir "$K2" --blocks $N --size $SIZE --key-base 1000
-ok_kvclient "host A loads them" \
-	vllm-load --dir "$K1" --blocks $N --size $SIZE --key-base 1000
+th_exchange $N
 
 # --- damage on the server ---------------------------------------------------
-# probe HOST KEY: kvclient's outcome for the block KEY through HOST.
-probe() {
-	"$KVCLIENT" probe --dir "$1" --key-base "$2" --size $SIZE 2>/dev/null | head -n 1
-}
 rel_of() {
 	"$KVCLIENT" paths --dir "$K1" --key-base "$1" --blocks 1
 }
@@ -64,57 +52,31 @@ flip() {
 	PY
 }
 
-# damaged KEY: probe KEY on host B, then A, then both again, and print the
-# outcomes: no host may ever serve a wrong or short block; the first to
-# read the damage gets EIO (torn by hash) or ENOENT (torn by size), every
-# later resolve misses.
-damaged() {
-	local out=() o
-	for h in "$K2" "$K1" "$K2" "$K1"; do
-		out+=("$(probe "$h" "$1")")
-	done
-	echo "${out[*]}"
-}
-# The clients keep the old bytes in their page caches, as a host's kernel
-# does, until it needs the memory: the damage shows once they let go.
-drop_caches() {
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-}
-
 flip 3
-drop_caches
-r=$(damaged 3)
+th_drop_caches
+r=$(th_damaged 3)
 [ "$r" = "eio enoent enoent enoent" ]
 ok $? "a byte flipped on the brick, times kept: host B gets EIO, then both hosts miss it ($r)"
 grep -q "purged $(rel_of 3): .*torn by hash" "$T/daemon.log"
 ok $? "the purge is logged: torn by hash"
 
 flip 5
-r=$(damaged 5)
+r=$(th_damaged 5)
 [[ "$r" =~ ^(ok )*eio( enoent)*$ ]] || [[ "$r" =~ ^(ok )+(ok)$ ]]
 ok $? "flipped while both hosts' caches hold the block: right bytes from a cache, or EIO then misses, never wrong ($r)"
-drop_caches
-r=$(damaged 5)
+th_drop_caches
+r=$(th_damaged 5)
 [[ "$r" =~ ^(eio|enoent)( enoent)*$ ]]
 ok $? "and once the caches let go: EIO or a miss, then misses ($r)"
 
 obj=$(kvt_xattr "$K1/$(rel_of 7)" user.kvtierfs.object)
 truncate -s $((SIZE / 2)) "$GL_BRICK/store/$obj"
-drop_caches
-r=$(damaged 7)
+th_drop_caches
+r=$(th_damaged 7)
 [ "$r" = "enoent enoent enoent enoent" ]
 ok $? "truncated on the brick: both hosts miss it ($r)"
 
-bad=$(for k in $(seq 0 $((N - 1))); do
-	case $k in 3 | 5 | 7) continue ;; esac
-	for h in "$K1" "$K2"; do
-		o=$(probe "$h" "$k")
-		[ "$o" = ok ] || echo "$k@$(basename "$h"):$o"
-	done
-done)
-[ -z "$bad" ]
-ok $? "every other block still loads right on both hosts" || diag "$bad"
+th_others_ok $N 3 5 7
 
 kvt_stop "$K1" "$P1"
 kvt_stop "$K2" "$P2"
@@ -144,7 +106,7 @@ unset "KVT_DAEMONS[$P1]"
 fusermount3 -u -z "$K1"
 grep -q '^progress' "$T/crash.out"
 ok $? "host A killed with -9 in the middle of its stores ($(grep -c '^progress' "$T/crash.out") progress lines)"
-bad=$(for k in 0 1 2 4 6 8 10 20 30; do o=$(probe "$K2" "$k"); [ "$o" = ok ] || echo "$k:$o"; done)
+bad=$(for k in 0 1 2 4 6 8 10 20 30; do o=$(th_probe "$K2" "$k"); [ "$o" = ok ] || echo "$k:$o"; done)
 [ -z "$bad" ]
 ok $? "host B goes on serving the blocks right" || diag "$bad"
 kvt_start "$GL1/store" "$K1"
@@ -162,17 +124,6 @@ ok_kvclient "the blocks A stored before it died load on B, whole or absent" \
 
 # Both hosts store the same names at once, versions of one size (as
 # vLLM's blocks of a model), while each reads them.
-RACE=(--blocks 8 --size 65536 --writers 4 --readers 8 --rounds 8 --shared --key-base 500)
-"$KVCLIENT" race --dir "$K1" "${RACE[@]}" --version 1 >"$T/race1.out" 2>&1 &
-r1=$!
-"$KVCLIENT" race --dir "$K2" "${RACE[@]}" --version 1001 >"$T/race2.out" 2>&1
-s2=$?
-wait "$r1"
-s1=$?
-[ "$s1" = 0 ] && [ "$s2" = 0 ]
-ok $? "both hosts rename versions over the same 8 names while 8 readers each read them: every read one whole version, no ENOENT once published (exit $s1, $s2)"
-grep -h '^race ' "$T/race1.out" "$T/race2.out" | sed 's/^/#   /'
-[ "$s1" = 0 ] || diag_file "$T/race1.out" 10
-[ "$s2" = 0 ] || diag_file "$T/race2.out" 10
+th_race
 kvt_stop "$K1" "$P1"
 kvt_stop "$K2" "$P2"

@@ -1,0 +1,79 @@
+# shellcheck shell=bash
+#
+# tests/twohosts.sh: the steps t-gluster.sh and t-cephfs.sh take alike on
+# two hosts, $K1 (A) and $K2 (B), over one shared store (kvt_two_hosts),
+# with blocks of $SIZE bytes.  Sourced after lib.sh.
+
+# th_exchange N: host A stores N blocks, B loads them (O_DIRECT, then
+# buffered), B stores N more, A loads those.  Five test points.
+th_exchange() {
+	ok_kvclient "host A stores $1 blocks (O_DIRECT)" \
+		vllm-store --dir "$K1" --blocks "$1" --size "$SIZE"
+	ok_kvclient "host B loads them, every byte checked (O_DIRECT)" \
+		vllm-load --dir "$K2" --blocks "$1" --size "$SIZE"
+	ok_kvclient "host B loads them buffered" \
+		vllm-load --dir "$K2" --blocks "$1" --size "$SIZE" --buffered
+	ok_kvclient "host B stores $1 more" \
+		vllm-store --dir "$K2" --blocks "$1" --size "$SIZE" --key-base 1000
+	ok_kvclient "host A loads them" \
+		vllm-load --dir "$K1" --blocks "$1" --size "$SIZE" --key-base 1000
+}
+
+# th_probe HOST KEY: kvclient's outcome for the block KEY through HOST.
+th_probe() {
+	"$KVCLIENT" probe --dir "$1" --key-base "$2" --size "$SIZE" 2>/dev/null | head -n 1
+}
+
+# th_damaged KEY: KEY probed on host B, then A, then both again: no host may
+# serve a wrong or short block; the first to read the damage gets EIO
+# (torn by hash) or ENOENT (torn by size), every later resolve misses.
+th_damaged() {
+	local out=() h
+	for h in "$K2" "$K1" "$K2" "$K1"; do
+		out+=("$(th_probe "$h" "$1")")
+	done
+	echo "${out[*]}"
+}
+
+# th_drop_caches: the clients keep the old bytes in their page caches, as
+# a host's kernel does, until it needs the memory: damage shows once they
+# let go.
+th_drop_caches() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+}
+
+# th_others_ok N KEY...: every block 0..N-1 but KEY... loads right on both
+# hosts.  One test point.
+th_others_ok() {
+	local n=$1 bad k h o
+	shift
+	bad=$(for ((k = 0; k < n; k++)); do
+		[[ " $* " == *" $k "* ]] && continue
+		for h in "$K1" "$K2"; do
+			o=$(th_probe "$h" "$k")
+			[ "$o" = ok ] || echo "$k@$(basename "$h"):$o"
+		done
+	done)
+	[ -z "$bad" ]
+	ok $? "every other block still loads right on both hosts" || diag "$bad"
+}
+
+# th_race: both hosts store versions of one size under the same 8 names at
+# once (tmp + rename), while 8 readers on each read them.  One test point.
+th_race() {
+	local race=(--blocks 8 --size 65536 --writers 4 --readers 8 --rounds 8 --shared --key-base 500)
+	local r1 s1 s2
+	"$KVCLIENT" race --dir "$K1" "${race[@]}" --version 1 >"$T/race1.out" 2>&1 &
+	r1=$!
+	kvt_bg "$r1"
+	"$KVCLIENT" race --dir "$K2" "${race[@]}" --version 1001 >"$T/race2.out" 2>&1
+	s2=$?
+	wait "$r1"
+	s1=$?
+	[ "$s1" = 0 ] && [ "$s2" = 0 ]
+	ok $? "both hosts rename versions over the same 8 names while 8 readers each read them: every read one whole version, no ENOENT once published (exit $s1, $s2)"
+	grep -h '^race ' "$T/race1.out" "$T/race2.out" | sed 's/^/#   /'
+	[ "$s1" = 0 ] || diag_file "$T/race1.out" 10
+	[ "$s2" = 0 ] || diag_file "$T/race2.out" 10
+}
