@@ -13,6 +13,7 @@
 
 #include "fault.h"
 #include "fs.h"
+#include "guard.h"
 #include "inode.h"
 #include "log.h"
 #include "lowerr.h"
@@ -236,6 +237,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	struct kvt_reclaimer *reclaimer = NULL;
 	struct kvt_share_watch *share = NULL;
 	struct kvt_hup_thread hup = { 0 };
+	struct kvt_guard *guard;
 	struct fuse_loop_config *loop;
 	g_autofree char *opts = NULL;
 	int ret;
@@ -260,6 +262,12 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	}
 	if (!o->foreground && !o->log_file)
 		kvt_log_to_system();
+	/* Forked by the thread that serves until the end (guard.h). */
+	guard = kvt_guard_start(mnt, &ret);
+	if (!guard)
+		g_message("no guard of the connection (%s): a kill of the daemon could leave "
+			  "clients waiting on the mount until its lower calls end",
+			  g_strerror(ret));
 	kvt_hup_thread_start(&hup);
 	opts = kvt_options_describe(o);
 	g_message("mounted %s on %s, pid %d (%s)", lower, mnt, (int)getpid(), opts);
@@ -313,6 +321,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	/* What is still queued for the kernel goes before it is gone. */
 	kvt_notifier_free(g_steal_pointer(&fs->notifier));
 	fuse_session_unmount(fs->se);
+	kvt_guard_stop(guard);
 	fuse_remove_signal_handlers(fs->se);
 	g_message("unmounted %s", mnt);
 	kvt_hup_thread_stop(&hup);

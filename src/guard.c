@@ -1,0 +1,207 @@
+/* The connection's guard (guard.h).
+ *
+ * The guard is forked by the main thread and learns of its death by
+ * PR_SET_PDEATHSIG, which fires when that thread exits, not when the
+ * last one does.  It then writes to the connection's abort file in
+ * fusectl, as an operator would: the kernel ends every request waiting
+ * on the connection, the clients' calls return, the locks they held are
+ * released, and the daemon's stuck thread can finish dying.  It holds
+ * that file open from the start, so it can only ever abort its own
+ * connection, even once the number is another mount's. */
+#include "guard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct kvt_guard {
+	pid_t pid;
+	int stop_fd; /* closing it stops the guard */
+};
+
+#define FUSECTL "/sys/fs/fuse/connections"
+
+/* The connection's number, which names its directory in fusectl: the
+ * minor of the mount's device.  AT_STATX_DONT_SYNC: FUSE answers from
+ * its cache, sending no request to this daemon, which is not serving
+ * yet. */
+static int conn_number(const char *mnt, unsigned *id)
+{
+	struct statx stx;
+
+	if (statx(AT_FDCWD, mnt, AT_STATX_DONT_SYNC, 0, &stx))
+		return -errno;
+	if (stx.stx_dev_major != 0)
+		return -ENODEV; /* not a FUSE mount's anonymous device */
+	*id = stx.stx_dev_minor;
+	return 0;
+}
+
+/* The connection's abort file, opened.  With no fusectl mounted, and as
+ * root, from a fusectl mount of the daemon's own that is in no mount
+ * namespace: a private namespace would hold a copy of every mount,
+ * this one's too, and keep it alive after its unmount. */
+static int open_abort(unsigned id)
+{
+	g_autofree char *path = g_strdup_printf(FUSECTL "/%u/abort", id);
+	g_autofree char *rel = g_strdup_printf("%u/abort", id);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int fsfd, mfd, err;
+
+	if (fd >= 0 || errno != ENOENT || geteuid() != 0)
+		return fd < 0 ? -errno : fd;
+	fsfd = fsopen("fusectl", FSOPEN_CLOEXEC);
+	if (fsfd < 0)
+		return -errno;
+	mfd = fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) ? -1 :
+	      fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+						 MOUNT_ATTR_NOEXEC);
+	err = errno;
+	close(fsfd);
+	if (mfd < 0)
+		return -err;
+	fd = openat(mfd, rel, O_WRONLY | O_CLOEXEC);
+	err = errno;
+	close(mfd);
+	return fd < 0 ? -err : fd;
+}
+
+/* What follows runs in the child of a threaded process: system calls
+ * only, nothing that takes a lock or allocates. */
+
+static void on_death(int sig)
+{
+	(void)sig;
+}
+
+/* Whether the thread group leader of /proc/PID/stat has exited: a
+ * zombie (its other threads may live on), or gone. */
+static bool leader_dead(const char *stat_path)
+{
+	char buf[512], *p = NULL;
+	ssize_t n;
+	int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	/* "pid (comm) S ...": comm may hold a ')', the last one ends it. */
+	for (char *c = buf; *c; c++)
+		if (*c == ')')
+			p = c;
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+/* Closes every descriptor but @a and @b (both above 2); 0, 1 and 2 go
+ * to /dev/null.  The guard keeps nothing of the daemon's: a /dev/fuse
+ * descriptor would keep the connection, a log pipe its reader. */
+static void keep_only(int a, int b)
+{
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (a > b) {
+		int t = a;
+		a = b;
+		b = t;
+	}
+	for (int i = 0; i < 3 && nul >= 0; i++)
+		dup2(nul, i);
+	if (a > 3)
+		close_range(3, (unsigned)a - 1, 0);
+	if (b > a + 1)
+		close_range((unsigned)a + 1, (unsigned)b - 1, 0);
+	close_range((unsigned)b + 1, ~0U, 0);
+}
+
+static _Noreturn void guard_main(int abort_fd, const char *stat_path, int stop_fd)
+{
+	struct sigaction sa = { .sa_handler = on_death };
+	struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
+	sigset_t death, open_mask;
+	prctl(PR_SET_NAME, "kvt-guard");
+	/* A stop of the whole group (systemd, a terminal's ^C) stops the
+	 * daemon, which then stops its guard. */
+	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGPIPE, &sa, NULL);
+	/* Taken only inside ppoll, after the leader was looked at: a death
+	 * in between is not missed. */
+	sigemptyset(&death);
+	sigaddset(&death, SIGUSR1);
+	sigprocmask(SIG_SETMASK, &death, NULL);
+	sigemptyset(&open_mask);
+	prctl(PR_SET_PDEATHSIG, SIGUSR1);
+	keep_only(abort_fd, stop_fd);
+	for (;;) {
+		if (leader_dead(stat_path)) {
+			/* It fails if the connection is gone already. */
+			(void)!write(abort_fd, "1", 1);
+			_exit(0);
+		}
+		/* A stop, or the end of the daemon's descriptors (and so of
+		 * its connection): nothing to do. */
+		if (ppoll(&pfd, 1, NULL, &open_mask) > 0)
+			_exit(0);
+	}
+}
+
+struct kvt_guard *kvt_guard_start(const char *mnt, int *why)
+{
+	g_autofree char *stat_path = g_strdup_printf("/proc/%d/stat", (int)getpid());
+	struct kvt_guard *g;
+	int stop[2], fd;
+	unsigned id;
+	pid_t pid;
+
+	fd = conn_number(mnt, &id);
+	if (fd == 0)
+		fd = open_abort(id);
+	if (fd < 0) {
+		*why = -fd;
+		return NULL;
+	}
+	if (pipe2(stop, O_CLOEXEC)) {
+		*why = errno;
+		close(fd);
+		return NULL;
+	}
+	pid = fork();
+	if (pid == 0)
+		guard_main(fd, stat_path, stop[0]);
+	if (pid < 0)
+		*why = errno;
+	close(fd);
+	close(stop[0]);
+	if (pid < 0) {
+		close(stop[1]);
+		return NULL;
+	}
+	g = g_new0(struct kvt_guard, 1);
+	g->pid = pid;
+	g->stop_fd = stop[1];
+	return g;
+}
+
+void kvt_guard_stop(struct kvt_guard *g)
+{
+	if (!g)
+		return;
+	close(g->stop_fd);
+	while (waitpid(g->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	g_free(g);
+}

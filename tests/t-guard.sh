@@ -1,0 +1,114 @@
+#!/bin/bash
+# kill -9 of a daemon with a thread stuck in the kernel.  The kernel ends
+# a mount's connection only when the daemon's last thread has exited; a
+# thread waiting in a lower call that was already taken up cannot exit
+# until it is answered.  (The same holds for an invalidation waiting for
+# a directory's lock that a client holds while it waits for the daemon:
+# seen over GlusterFS, where it hung a client forever.)  The daemon's
+# guard aborts the connection when the main thread dies: the clients'
+# calls end at once with an error instead of waiting.
+#
+# The lower disk: bindfs over bindfs, the inner one stopped.  The outer
+# one has taken the daemon's call up and waits for the inner one, so the
+# daemon's thread waits for an answer, not for its call to be read.
+. "$(dirname "$0")/lib.sh"
+kvt_require_root
+command -v bindfs >/dev/null || { echo "1..0 # SKIP bindfs is missing"; exit 0; }
+
+plan 16
+kvt_setup
+
+REAL="$T/real" MID="$T/mid"
+mkdir "$REAL" "$MID"
+bindfs -f "$REAL" "$MID" 2>"$T/bindfs1.err" &
+INNER=$!
+kvt_bg "$INNER"
+findmnt --poll=mount --mountpoint "$MID" --timeout 10000 >/dev/null
+bindfs -f "$MID" "$LOWER" 2>"$T/bindfs2.err" &
+OUTER=$!
+kvt_bg "$OUTER"
+findmnt --poll=mount --mountpoint "$LOWER" --timeout 10000 >/dev/null
+ok $? "bindfs over bindfs at $LOWER"
+
+# guard_of PID: the daemon's guard process, if one lives (not a zombie).
+guard_of() {
+	ps -o pid=,stat=,comm= --ppid "$1" | awk '$3 == "kvt-guard" && $2 !~ /^Z/ { print $1 }'
+}
+
+kvt_mount
+pid=$KVT_PID
+g=$(guard_of "$pid")
+[ -n "$g" ]
+ok $? "the daemon has a guard (pid ${g:-none})"
+kvt_stop "$MNT" "$pid"
+KVT_PID=
+! kill -0 "$g" 2>/dev/null
+ok $? "a normal unmount ends the guard too"
+
+kvt_mount
+ok_kvclient "store 8 blocks" vllm-store --dir "$MNT" --blocks 8 --size 1M
+mapfile -t blocks < <(kvt_run find "$MNT" -name '*.bin' | sort)
+kill -STOP "$INNER"
+pids=()
+for i in 0 1 2 3; do
+	cat "${blocks[$i]}" >/dev/null 2>"$T/dead.$i" &
+	pids+=($!)
+done
+sleep 0.5
+n=0
+for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done
+[ "$n" = 4 ]
+ok $? "inner bindfs stopped: the 4 reads wait for the lower disk ($n waiting)"
+
+pid=$KVT_PID
+KVT_PID=
+# Whatever happens, the inner bindfs goes on after 10 s: without the
+# guard the reads end only then, once the daemon could die.
+_kvt_after 10 kill -CONT "$INNER"
+wd=$!
+t0=$(date +%s%N)
+kill -KILL "$pid"
+failed=0
+for p in "${pids[@]}"; do
+	wait "$p" || failed=$((failed + 1))
+done
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+stuck=0
+kill -0 "$pid" 2>/dev/null && stuck=1
+_kvt_after_cancel "$wd" && diag "the inner bindfs had to go on for the reads to end"
+[ "$ms" -lt 5000 ] && [ "$failed" = 4 ]
+ok $? "kill -9: the 4 reads end at once ($ms ms) with an error ($failed failed)"
+diag "they said: $(sort -u "$T"/dead.* | sed 's/.*: //' | sort -u | tr '\n' ' ')"
+grep -q "Software caused connection abort" "$T"/dead.0
+ok $? "the error is ECONNABORTED, the connection's abort"
+[ "$stuck" = 1 ] && [ -z "$(guard_of "$pid")" ]
+ok $? "the daemon's stuck thread was still waiting for the lower disk meanwhile; its guard is gone"
+# A new client meets the dead connection at once.
+ms=$(( $(date +%s%N) / 1000000 ))
+stat "$MNT/" >/dev/null 2>&1
+st=$?
+ms=$(( $(date +%s%N) / 1000000 - ms ))
+[ "$st" != 0 ] && [ "$ms" -lt 2000 ]
+ok $? "a new call on the dead mount fails at once ($ms ms)"
+
+kill -CONT "$INNER"
+_kvt_wait_pid "$pid" 30
+st=$?
+unset "KVT_DAEMONS[$pid]"
+[ "$st" = 137 ]
+ok $? "once the lower disk answers, the daemon's end completes (exit status $st)"
+fusermount3 -u -z "$MNT"
+kvt_mount
+ok_kvclient "mounted again: the 8 blocks verify" verify --dir "$MNT" --expect 8
+
+# SIGTERM stops the daemon and its guard; the group's TERM is not the
+# guard's to take.
+pid=$KVT_PID
+g=$(guard_of "$pid")
+KVT_PID=
+kill -TERM "$pid"
+_kvt_wait_pid "$pid" 30
+st=$?
+unset "KVT_DAEMONS[$pid]"
+[ "$st" = 0 ] && [ -n "$g" ] && ! kill -0 "$g" 2>/dev/null && ! kvt_is_mounted "$MNT"
+ok $? "SIGTERM: the daemon unmounts and exits 0 (status $st), its guard (${g:-none}) ends"
