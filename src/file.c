@@ -204,7 +204,7 @@ void kvt_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	ret = kvt_inode_dir(fs, p, &pd);
+	ret = kvt_inode_dir_to_make(fs, p, &pd);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
 		return;
@@ -244,7 +244,7 @@ void kvt_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		kvt_make_special(req, parent, name, mode, rdev);
 		return;
 	}
-	ret = kvt_inode_dir(fs, p, &pd);
+	ret = kvt_inode_dir_to_make(fs, p, &pd);
 	if (ret == 0) {
 		kvt_inode_lock(p);
 		ret = new_local_file(fs, p, pd, name, mode, fuse_req_ctx(req), &ino);

@@ -228,6 +228,35 @@ static struct kvt_inode *parent_of(struct kvt_fs *fs, struct kvt_inode *ino, cha
 	return p;
 }
 
+/* @d, opened by @dir's name in @p, is another directory than the one
+ * @dir knows: another mount removed it and made one again (an evictor's
+ * rmdir, then a store's mkdir -p), or a network file system gave it
+ * another identity.  It becomes @dir's, as kvt_inode_dir_remake would
+ * make it, unless this mount renamed something to that name meanwhile:
+ * a rename moves the lower name and the tree together, under the tree
+ * lock, so the name still being @dir's there rules that out. */
+static bool adopt_dir(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_inode *dir,
+		      const char *name, struct kvt_dir *d)
+{
+	bool same;
+
+	if (d->dev != dir->dev)
+		return false;
+	kvt_tree_lock(fs);
+	same = !dir->unlinked && dir->parent == p && strcmp(dir->name, name) == 0;
+	if (same) {
+		/* Under the parent's lock, where lookups compare it. */
+		kvt_inode_lock(p);
+		dir->lower_ino = d->ino;
+		kvt_inode_unlock(p);
+	}
+	kvt_tree_unlock(fs);
+	if (same)
+		g_message("directory %s was made again by another mount: this mount's is "
+			  "the one there now", name);
+	return same;
+}
+
 int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out)
 {
 	int ret = -ENOENT;
@@ -253,11 +282,12 @@ int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out
 			ret = kvt_dir_open(pd, name, &d);
 			kvt_dir_unref(pd);
 		}
-		kvt_inode_unref(fs, p);
-		if (ret == 0 && (d->dev != dir->dev || d->ino != dir->lower_ino)) {
+		if (ret == 0 && (d->dev != dir->dev || d->ino != dir->lower_ino) &&
+		    !adopt_dir(fs, p, dir, name, d)) {
 			kvt_dir_unref(d);
-			ret = -ENOENT; /* another directory by that name now */
+			ret = -ENOENT; /* what is there now came by this mount's rename */
 		}
+		kvt_inode_unref(fs, p);
 		if (ret == 0) {
 			kvt_dircache_put(fs->dirs, dir->serial, d);
 			*out = d;
@@ -267,6 +297,15 @@ int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out
 			return ret;
 	}
 	return -ENOENT;
+}
+
+int kvt_inode_dir_to_make(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out)
+{
+	int ret = kvt_inode_dir(fs, dir, out);
+
+	if (ret == -ENOENT && dir != fs->root)
+		ret = kvt_inode_dir_remake(fs, dir, out);
+	return ret;
 }
 
 bool kvt_dir_gone(struct kvt_dir *d)
@@ -301,7 +340,9 @@ int kvt_inode_dir_remake(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_di
 	if (!p)
 		return -ENOENT;
 	ret = kvt_inode_dir(fs, p, &pd);
-	if (ret == 0 && p != fs->root && kvt_dir_gone(pd)) {
+	if (ret == -ENOENT && p != fs->root) {
+		ret = kvt_inode_dir_remake(fs, p, &pd);
+	} else if (ret == 0 && p != fs->root && kvt_dir_gone(pd)) {
 		kvt_dir_unref(pd);
 		ret = kvt_inode_dir_remake(fs, p, &pd);
 	}

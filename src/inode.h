@@ -127,6 +127,10 @@ void kvt_inodes_free_all(struct kvt_fs *fs);
  * from its parent's, one component without following links, and checked
  * to be the directory the inode knows.  No inode lock may be held. */
 int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out);
+/* kvt_inode_dir for a step that makes a name in @dir (create, mknod,
+ * mkdir): if @dir's lower directory cannot be opened, another mount
+ * removed it, and it is made again (kvt_inode_dir_remake). */
+int kvt_inode_dir_to_make(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out);
 /* Whether the lower directory @d is gone: removed (by another mount:
  * this one removes a directory only with its inode). */
 bool kvt_dir_gone(struct kvt_dir *d);

@@ -56,7 +56,7 @@ void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	g_autoptr(kvt_dir) made = NULL;
 	struct kvt_note note = { 0 };
 	struct fuse_entry_param e;
-	int ret = kvt_inode_dir(fs, p, &pd);
+	int ret = kvt_inode_dir_to_make(fs, p, &pd);
 
 	for (int remade = 0; ret == 0; remade++) {
 		kvt_inode_lock(p);
@@ -96,7 +96,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	g_autoptr(kvt_dir) pd = NULL;
 	struct kvt_note note = { 0 };
 	struct fuse_entry_param e;
-	int ret = strlen(name) > NAME_MAX ? -ENAMETOOLONG : kvt_inode_dir(fs, p, &pd);
+	int ret = strlen(name) > NAME_MAX ? -ENAMETOOLONG : kvt_inode_dir_to_make(fs, p, &pd);
 
 	if (ret == 0) {
 		kvt_new_owner(fs, pd, ctx, &meta.uid, &meta.gid);

@@ -7,15 +7,16 @@
 # again on its own.  A setxattr there lands on the version the name holds
 # now, and does not undo the other mount's store.  A directory the other
 # mount removed while the first one's kernel holds it is made again by a
-# store, a write in place or a mkdir in it.  At the end kvtierfs-fsck
-# finds nothing left over.
+# store, a write in place or a mkdir in it; so is one the first mount no
+# longer holds open, and one the other mount made again is used as it is
+# now.  At the end kvtierfs-fsck finds nothing left over.
 # (The races of many writers on two mounts: t-concurrency.sh.)
 . "$(dirname "$0")/lib.sh"
 
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 
 kvt_require_root
-plan 24
+plan 33
 kvt_setup
 [ -x "$KVTIERFS_FSCK" ] || bail "kvtierfs-fsck is not built: $KVTIERFS_FSCK"
 MNT2="$T/mnt2"
@@ -110,6 +111,43 @@ ok $? "a directory made again has the mode and owner it had: $(tr '\n' ' ' <"$T/
 # mount 2's kernel keeps its own view (negative entries) for 1 s
 sleep 1.1
 ok_cmd "mount 2 sees d/e/sub" test -d "$MNT2/d/e/sub"
+
+# The same when mount 1 no longer holds the directory open: more
+# directories than -o max_dir_fds were used since, as on a server with
+# thousands of them.  One that mount 2 removed and made again (another
+# lower directory by the same name, made beside it and renamed there) is
+# used as it is now; one removed and not made again is made again.
+# Neither answers ENOENT.
+# (-o shared: a mount that finds another one later makes its kernel
+# forget every name once, which would hide what is tested here.)
+kvt_umount
+kvt_mount entry_timeout=60 attr_timeout=60 negative_timeout=0 max_dir_fds=16 shared
+# use_dirs TAG: 20 more directories used through mount 1
+use_dirs() {
+	local i
+	for i in $(seq 1 20); do
+		mkdir -p "$MNT/$1/$i" && : >"$MNT/$1/$i/f" || return 1
+	done
+}
+mkdir -p "$MNT/r/d" && use_dirs u1 && ino0=$(stat -c %i "$LOWER/names/r/d") &&
+	mkdir "$MNT2/r/n" && rmdir "$MNT2/r/d" && mv "$MNT2/r/n" "$MNT2/r/d" &&
+	ino1=$(stat -c %i "$LOWER/names/r/d") &&
+	[ "$ino0" != "$ino1" ]
+ok $? "mount 2 removes r/d and makes it again: another directory (lower inode ${ino0:-?}, now ${ino1:-?})"
+cp "$T/a" "$MNT/r/d/h" && cmp "$T/a" "$MNT2/r/d/h"
+ok $? "mount 1, which no longer held r/d open, stores r/d/h in the one there now"
+ok_cmd "mount 1 makes r/d/sub there" mkdir "$MNT/r/d/sub"
+[ -d "$LOWER/names/r/d/sub" ] && [ "$(stat -c %i "$LOWER/names/r/d")" = "$ino1" ]
+ok $? "r/d/sub is in the directory mount 2 made (lower inode $(stat -c %i "$LOWER/names/r/d" 2>/dev/null))"
+grep -q 'directory d was made again by another mount' "$T/daemon.log"
+ok $? "mount 1 says r/d was made again by another mount"
+mkdir -p "$MNT/q/e" && use_dirs u2 && rm -r "$MNT2/q" && cp "$T/b" "$MNT/q/e/i" &&
+	[ -d "$LOWER/names/q/e" ] && cmp "$T/b" "$MNT/q/e/i"
+ok $? "mount 2 removes q; mount 1, which no longer held q/e open, stores q/e/i: q and q/e are made again"
+mkdir -p "$MNT/q2/e" && use_dirs u3 && rm -r "$MNT2/q2" && mkdir "$MNT/q2/e/sub" &&
+	[ -d "$LOWER/names/q2/e/sub" ]
+ok $? "mount 2 removes q2; mount 1 makes q2/e/sub: q2 and q2/e are made again" ||
+	diag "$(grep 'made again' "$T/daemon.log" | tail -n 4)"
 
 kvt_stop "$MNT2" "$pid2"
 kvt_umount
