@@ -129,6 +129,7 @@ static _Noreturn void guard_main(int abort_fd, const char *stat_path, int stop_f
 	struct sigaction sa = { .sa_handler = on_death };
 	struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
 	sigset_t death, open_mask;
+
 	prctl(PR_SET_NAME, "kvt-guard");
 	/* A stop of the whole group (systemd, a terminal's ^C) stops the
 	 * daemon, which then stops its guard. */
@@ -167,6 +168,11 @@ struct kvt_guard *kvt_guard_start(const char *mnt, int *why)
 	unsigned id;
 	pid_t pid;
 
+	/* Without /proc, the guard would take the daemon for dead. */
+	if (access(stat_path, R_OK)) {
+		*why = errno;
+		return NULL;
+	}
 	fd = conn_number(mnt, &id);
 	if (fd == 0)
 		fd = open_abort(id);
