@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -90,11 +91,11 @@ static bool leader_dead(const char *stat_path)
 	int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
-		return true;
+		return errno == ENOENT || errno == ESRCH;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return true;
+		return n < 0 && errno == ESRCH;
 	buf[n] = 0;
 	/* "pid (comm) S ...": comm may hold a ')', the last one ends it. */
 	for (char *c = buf; *c; c++)
@@ -115,13 +116,22 @@ static void keep_only(int a, int b)
 		a = b;
 		b = t;
 	}
+	struct rlimit rl;
+	int failed = 0;
+
 	for (int i = 0; i < 3 && nul >= 0; i++)
 		dup2(nul, i);
 	if (a > 3)
-		close_range(3, (unsigned)a - 1, 0);
+		failed |= close_range(3, (unsigned)a - 1, 0);
 	if (b > a + 1)
-		close_range((unsigned)a + 1, (unsigned)b - 1, 0);
-	close_range((unsigned)b + 1, ~0U, 0);
+		failed |= close_range((unsigned)a + 1, (unsigned)b - 1, 0);
+	failed |= close_range((unsigned)b + 1, ~0U, 0);
+	/* No close_range (a kernel before 5.9, or a seccomp filter): one
+	 * by one, up to the limit. */
+	if (failed && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		for (rlim_t i = 3; i < rl.rlim_cur && i < (1 << 20); i++)
+			if ((int)i != a && (int)i != b)
+				close((int)i);
 }
 
 static _Noreturn void guard_main(int abort_fd, const char *stat_path, int stop_fd)
@@ -162,15 +172,18 @@ static _Noreturn void guard_main(int abort_fd, const char *stat_path, int stop_f
 
 struct kvt_guard *kvt_guard_start(const char *mnt, int *why)
 {
-	g_autofree char *stat_path = g_strdup_printf("/proc/%d/stat", (int)getpid());
+	/* The pid as this /proc knows it, which may be another pid
+	 * namespace's. */
+	g_autofree char *self = g_file_read_link("/proc/self", NULL);
+	g_autofree char *stat_path = g_strdup_printf("/proc/%s/stat", self ? self : "self");
 	struct kvt_guard *g;
 	int stop[2], fd;
 	unsigned id;
 	pid_t pid;
 
 	/* Without /proc, the guard would take the daemon for dead. */
-	if (access(stat_path, R_OK)) {
-		*why = errno;
+	if (!self || access(stat_path, R_OK)) {
+		*why = self ? errno : ENOENT;
 		return NULL;
 	}
 	fd = conn_number(mnt, &id);
@@ -206,7 +219,10 @@ void kvt_guard_stop(struct kvt_guard *g)
 {
 	if (!g)
 		return;
+	/* The closed pipe ends it; SIGKILL too, should it hold a copy of
+	 * the pipe's other end after all. */
 	close(g->stop_fd);
+	kill(g->pid, SIGKILL);
 	while (waitpid(g->pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	g_free(g);

@@ -228,37 +228,47 @@ static struct kvt_inode *parent_of(struct kvt_fs *fs, struct kvt_inode *ino, cha
 	return p;
 }
 
-/* @d, opened by @dir's name in @p, is another directory than the one
- * @dir knows: another mount removed it and made one again (an evictor's
- * rmdir, then a store's mkdir -p), or a network file system gave it
- * another identity.  It becomes @dir's, as kvt_inode_dir_remake would
- * make it, unless this mount renamed something to that name meanwhile:
- * a rename moves the lower name and the tree together, under the tree
- * lock, so the name still being @dir's there rules that out. */
-static bool adopt_dir(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_inode *dir,
-		      const char *name, struct kvt_dir *d)
+/* @d, opened by @dir's name in @p, becomes @dir's lower directory if
+ * @dir is still @p's @name: not renamed by this mount meanwhile (a
+ * rename moves the lower name and the tree together, under the tree
+ * lock) nor detached by a lookup that found another directory there
+ * (under the parent's lock, where lookups compare it). */
+static bool take_dir(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_inode *dir,
+		     const char *name, struct kvt_dir *d)
 {
 	bool same;
 
 	if (d->dev != dir->dev)
 		return false;
 	kvt_tree_lock(fs);
+	kvt_inode_lock(p);
 	same = !dir->unlinked && dir->parent == p && strcmp(dir->name, name) == 0;
-	if (same) {
-		/* Under the parent's lock, where lookups compare it. */
-		kvt_inode_lock(p);
-		dir->lower_ino = d->ino;
-		kvt_inode_unlock(p);
-	}
-	kvt_tree_unlock(fs);
 	if (same)
-		g_message("directory %s was made again by another mount: this mount's is "
-			  "the one there now", name);
+		dir->lower_ino = d->ino;
+	kvt_inode_unlock(p);
+	kvt_tree_unlock(fs);
 	return same;
+}
+
+/* @d, opened by @dir's name, is another directory than the one @dir
+ * knows: another mount removed it and made one again (an evictor's
+ * rmdir, then a store's mkdir -p), or a network file system gave it
+ * another identity.  It becomes @dir's, as kvt_inode_dir_remake would
+ * make it. */
+static bool adopt_dir(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_inode *dir,
+		      const char *name, struct kvt_dir *d)
+{
+	if (!take_dir(fs, p, dir, name, d))
+		return false;
+	g_message("directory %s was made again by another mount: this mount's is "
+		  "the one there now", name);
+	return true;
 }
 
 int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out)
 {
+	g_autofree char *was = NULL;
+	guint64 was_p = 0;
 	int ret = -ENOENT;
 
 	kvt_lock_assert_none("kvt_inode_dir");
@@ -269,7 +279,8 @@ int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out
 	*out = kvt_dircache_get(fs->dirs, dir->serial);
 	if (*out)
 		return 0;
-	/* A rename may move it while we open: try its new place again. */
+	/* A rename may move it while we open: try its new place again, and
+	 * only a new place (each level would try its parent four times). */
 	for (int attempt = 0; attempt < 4; attempt++) {
 		g_autofree char *name = NULL;
 		struct kvt_dir *pd = NULL, *d = NULL;
@@ -277,6 +288,13 @@ int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out
 
 		if (!p)
 			return -ENOENT;
+		if (p->serial == was_p && g_strcmp0(name, was) == 0) {
+			kvt_inode_unref(fs, p);
+			break;
+		}
+		was_p = p->serial;
+		g_free(was);
+		was = g_strdup(name);
 		ret = kvt_inode_dir(fs, p, &pd);
 		if (ret == 0) {
 			ret = kvt_dir_open(pd, name, &d);
@@ -361,12 +379,11 @@ int kvt_inode_dir_remake(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_di
 		/* Best effort: the directory is there to use either way. */
 		kvt_dir_setattr(d, NULL, KVT_SET_UID | KVT_SET_GID | KVT_SET_MODE, was.st_mode,
 				was.st_uid, was.st_gid, NULL);
+	if (ret == 0 && !take_dir(fs, p, dir, name, d)) {
+		kvt_dir_unref(d);
+		ret = -ENOENT; /* renamed meanwhile, or another device there */
+	}
 	if (ret == 0) {
-		/* Under the parent's lock, where lookups compare it. */
-		kvt_inode_lock(p);
-		dir->dev = d->dev;
-		dir->lower_ino = d->ino;
-		kvt_inode_unlock(p);
 		kvt_dircache_put(fs->dirs, dir->serial, d);
 		g_message("directory %s was removed by another mount: %s", name,
 			  made ? "made again" : "another mount made it again; using that one");
