@@ -187,8 +187,7 @@ struct kvt_guard *kvt_guard_start(const char *mnt, int *why)
 		return NULL;
 	}
 	fd = conn_number(mnt, &id);
-	if (fd == 0)
-		fd = open_abort(id);
+	fd = fd < 0 ? fd : open_abort(id);
 	if (fd < 0) {
 		*why = -fd;
 		return NULL;

@@ -60,13 +60,7 @@ th_others_ok $N 3 7
 # Both hosts store the same names at once, while each reads them.
 th_race
 
-kvt_stop "$K1" "$P1"
-kvt_stop "$K2" "$P2"
-"$KVTIERFS_FSCK" "$CF1/store" >"$T/fsck.out" 2>&1
-st=$?
-[ "$st" = 0 ]
-ok $? "kvtierfs-fsck on the shared store: clean (exit $st): $(tail -n 1 "$T/fsck.out")"
-[ "$st" = 0 ] || diag_file "$T/fsck.out" 20
+th_stop_fsck "$CF1/store"
 cf_cleanup
 [ -z "$(cf_procs)" ] && ! kvt_is_mounted "$CF1" && ! kvt_is_mounted "$CF2"
 ok $? "the cluster is gone: no daemon, no mount"

@@ -78,13 +78,7 @@ ok $? "truncated on the brick: both hosts miss it ($r)"
 
 th_others_ok $N 3 5 7
 
-kvt_stop "$K1" "$P1"
-kvt_stop "$K2" "$P2"
-"$KVTIERFS_FSCK" "$GL1/store" >"$T/fsck.out" 2>&1
-st=$?
-[ "$st" = 0 ]
-ok $? "kvtierfs-fsck on the shared store: clean (exit $st): $(tail -n 1 "$T/fsck.out")"
-[ "$st" = 0 ] || diag_file "$T/fsck.out" 20
+th_stop_fsck "$GL1/store"
 
 # --- kill -9 of one host during stores ---------------------------------------
 kvt_start "$GL1/store" "$K1"

@@ -54,11 +54,20 @@ for i in 0 1 2 3; do
 	cat "${blocks[$i]}" >/dev/null 2>"$T/dead.$i" &
 	pids+=($!)
 done
-sleep 0.5
+# waiting_on_mount PID: PID's call waits for a FUSE reply (its kernel
+# stack says so), within 5 s.  No event tells when a call got there.
+waiting_on_mount() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		grep -q request_wait_answer "/proc/$1/stack" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
 n=0
-for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done
+for p in "${pids[@]}"; do waiting_on_mount "$p" && n=$((n + 1)); done
 [ "$n" = 4 ]
-ok $? "inner bindfs stopped: the 4 reads wait for the lower disk ($n waiting)"
+ok $? "inner bindfs stopped: the 4 reads wait for a reply of the mount ($n waiting)"
 
 pid=$KVT_PID
 KVT_PID=

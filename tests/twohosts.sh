@@ -77,3 +77,16 @@ th_race() {
 	[ "$s1" = 0 ] || diag_file "$T/race1.out" 10
 	[ "$s2" = 0 ] || diag_file "$T/race2.out" 10
 }
+
+# th_stop_fsck STORE: both hosts unmount, then kvtierfs-fsck finds STORE
+# clean.  Three test points.
+th_stop_fsck() {
+	local st
+	kvt_stop "$K1" "$P1"
+	kvt_stop "$K2" "$P2"
+	"$KVTIERFS_FSCK" "$1" >"$T/fsck.out" 2>&1
+	st=$?
+	[ "$st" = 0 ]
+	ok $? "kvtierfs-fsck on the shared store: clean (exit $st): $(tail -n 1 "$T/fsck.out")"
+	[ "$st" = 0 ] || diag_file "$T/fsck.out" 20
+}
