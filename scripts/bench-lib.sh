@@ -49,8 +49,13 @@ human() {
 # a $( ) ("trap: line 2: unexpected EOF while looking for matching `)'"),
 # and the script then went on as if nothing came; a shell blocked in
 # wait runs its trap cleanly.  So only the child returns from here.
+#
+# The child and all it starts share one open file of $W/running, locked
+# by this shell before the fork: the lock lasts until the last of them
+# exits, so the cleanup knows when nothing writes in $W any more (it
+# cannot wait for the child's daemon, which is not its own child).
 bench_workdir() {
-	local base=$1 st
+	local base=$1 st lk
 	if [ -n "${KVT_BENCH_W:-}" ]; then
 		W=$KVT_BENCH_W
 		bench_paths
@@ -66,10 +71,14 @@ bench_workdir() {
 
 	mkdir "$MNT" "$RES" || die "cannot create directories in $W"
 	: >"$LOG"
+	exec {lk}>"$W/running" || die "cannot create $W/running"
+	flock "$lk" || die "cannot lock $W/running"
 	# Not a process group leader (no job control here): setsid makes
 	# the child one without forking, so its pid names its group.
 	KVT_BENCH_W=$W setsid "$BASH" "${BENCH_ARGV[@]}" &
 	BENCH_CHILD=$!
+	BENCH_GROUP=$BENCH_CHILD
+	exec {lk}>&-
 	wait "$BENCH_CHILD"
 	st=$?
 	BENCH_CHILD=
@@ -120,6 +129,12 @@ cleanup() {
 		# unmounts on TERM (or below).
 		kill -TERM -- "-$BENCH_CHILD" 2>/dev/null || kill -TERM "$BENCH_CHILD" 2>/dev/null
 		wait "$BENCH_CHILD" 2>/dev/null
+	fi
+	if [ -n "${BENCH_GROUP:-}" ] && ! flock -w 20 "$W/running" true; then
+		echo "bench: what the benchmark started still runs 20 s after TERM; killing it" >&2
+		fusermount3 -u -z "$MNT" 2>/dev/null
+		kill -KILL -- "-$BENCH_GROUP" 2>/dev/null
+		flock -w 10 "$W/running" true
 	fi
 	if mounted "$MNT"; then
 		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT"

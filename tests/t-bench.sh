@@ -141,29 +141,48 @@ left=$(awk -v p="$T/sb/" 'index($5, p) == 1' /proc/self/mountinfo | wc -l)
 [ "$left" = 0 ] && [ -z "$(ls -A "$T/sb")" ]
 ok $? "scripts/bench: unmounted and removed its work directory ($left mounts left)"
 
-# killed while kvtierfs is mounted: the trap unmounts and cleans up
+# killed while kvtierfs is mounted: the trap unmounts and cleans up, once
+# all it started has ended.  Its kvtierfs-bench here is one that takes a
+# second to end after TERM and then writes in the work directory, and
+# says on a pipe when it runs on the mount.
 mkdir "$T/sb2"
-mkfifo "$T/sb2.fifo"
-"$top_srcdir/scripts/bench" --rounds 50 --blocks 32 --block-size 256K --no-fio \
-	--dir "$T/sb2" >"$T/sb2.out" 2>"$T/sb2.fifo" </dev/null &
+mkfifo "$T/sb2.fifo" "$T/sb2.running"
+cat >"$T/slow-bench" <<EOF
+#!/bin/bash
+trap 'sleep 1; : >"\$W/late"; exit 143' TERM
+W=
+for a; do case \$a in */mnt) W=\${a%/mnt} ;; esac; done
+"$KVTIERFS_BENCH" "\$@" &
+[ -n "\$W" ] && echo running >"$T/sb2.running"
+wait \$!
+EOF
+chmod +x "$T/slow-bench"
+KVTIERFS_BENCH=$T/slow-bench "$top_srcdir/scripts/bench" --rounds 50 --blocks 32 \
+	--block-size 256K --no-fio --dir "$T/sb2" >"$T/sb2.out" 2>"$T/sb2.fifo" </dev/null &
 pid=$!
 kvt_bg "$pid"
-exec {fd}<"$T/sb2.fifo"
+exec {fd}<"$T/sb2.fifo" {rfd}<>"$T/sb2.running"
 seen=
 while IFS= read -r -t 60 line <&"$fd"; do
 	case $line in
 	"# kvtierfs "*" mounted "*) seen=$line; break ;;
 	esac
 done
+running=
+IFS= read -r -t 60 running <&"$rfd"
 kill -TERM "$pid"
 cat <&"$fd" >"$T/sb2.err"
-exec {fd}<&-
+exec {fd}<&- {rfd}<&-
 _kvt_wait_pid "$pid" 60
 st=$?
+# what it started (kvtierfs, kvtierfs-bench) has ended when it exits
+alive=$(pgrep -f "$T/sb2/" | wc -l)
 left=$(awk -v p="$T/sb2/" 'index($5, p) == 1' /proc/self/mountinfo | wc -l)
-[ -n "$seen" ] && [ "$st" = 143 ] && [ "$left" = 0 ] && [ -z "$(ls -A "$T/sb2")" ]
-ok $? "scripts/bench killed (TERM) while mounted: unmounts, removes its directory (exit $st, $left mounts left)"
+[ -n "$seen" ] && [ "$running" = running ] && [ "$st" = 143 ] && [ "$left" = 0 ] &&
+	[ "$alive" = 0 ] && [ -z "$(ls -A "$T/sb2")" ]
+ok $? "scripts/bench killed (TERM) while mounted: unmounts, removes its directory once what it started has ended (exit $st, $left mounts, $alive processes and '$(ls -A "$T/sb2")' left)"
 [ -n "$seen" ] || diag "never saw the 'mounted' line"
+[ "$running" = running ] || diag "its kvtierfs-bench never ran on the mount"
 diag_file "$T/sb2.err" 10
 
 if command -v setpriv >/dev/null; then
