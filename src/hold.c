@@ -36,6 +36,10 @@ int kvt_hold_record(struct kvt_dir *d, const char *name, struct stat *st)
 		int fd = kvt_dir_open_file(d, name, O_RDONLY, 0, st);
 		int ret;
 
+		/* ESTALE: another mount changed the name as we looked at it
+		 * (the door tried again already): look again. */
+		if (fd == -ESTALE && g_get_monotonic_time() < until)
+			continue;
 		if (fd < 0)
 			return fd;
 		ret = lock_until(fd, until);
@@ -56,8 +60,10 @@ int kvt_hold_record(struct kvt_dir *d, const char *name, struct stat *st)
 		if (ret == -EBUSY)
 			g_warning("the record of %s was held by another mount for %d s", name,
 				  (int)(KVT_HOLD_PATIENCE_US / G_USEC_PER_SEC));
-		/* 0: another mount changed the name while we waited: the
-		 * record there now is the one to hold. */
+		/* 0, or ESTALE at the stat: another mount changed the name
+		 * while we waited: the record there now is the one to hold. */
+		if (ret == -ESTALE && g_get_monotonic_time() < until)
+			continue;
 		if (ret < 0)
 			return ret;
 	}

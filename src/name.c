@@ -207,6 +207,18 @@ static void take_staged(struct kvt_store *s, const char *tmp, struct kvt_record 
 	kvt_dir_unlink(s->stage, tmp);
 }
 
+/* @ret of a rename of the file staged at @tmp: an ESTALE (another mount
+ * changed the name as the rename looked at it) is a rename done if
+ * @tmp is gone, else one to make again. */
+static int renamed_unless_stale(struct kvt_store *s, const char *tmp, int ret)
+{
+	struct stat st;
+
+	if (ret == -ESTALE && kvt_dir_stat(s->stage, tmp, &st) == -ENOENT)
+		return 0;
+	return ret;
+}
+
 /* Puts the file staged at @tmp at @d/@name if nothing is there (-EEXIST
  * if something is).  On failure @tmp stays. */
 static int place_new(struct kvt_store *s, const char *tmp, struct kvt_dir *d, const char *name)
@@ -215,6 +227,7 @@ static int place_new(struct kvt_store *s, const char *tmp, struct kvt_dir *d, co
 
 	if (!__atomic_load_n(&s->no_noreplace, __ATOMIC_RELAXED)) {
 		ret = kvt_dir_rename(s->stage, tmp, d, name, RENAME_NOREPLACE);
+		ret = renamed_unless_stale(s, tmp, ret);
 		if (ret != -EINVAL)
 			return ret;
 		__atomic_store_n(&s->no_noreplace, true, __ATOMIC_RELAXED);
@@ -243,7 +256,7 @@ static int replace_held(struct kvt_store *s, const char *tmp, struct kvt_dir *d,
 		return fd;
 	if (fd >= 0 && read_record_fd(fd, name, &st, old) < 0)
 		kvt_record_clear(old);
-	ret = kvt_dir_rename(s->stage, tmp, d, name, 0);
+	ret = renamed_unless_stale(s, tmp, kvt_dir_rename(s->stage, tmp, d, name, 0));
 	if (ret < 0)
 		kvt_record_clear(old);
 	return ret;
@@ -266,6 +279,8 @@ static int place_staged(struct kvt_store *s, const char *tmp, struct kvt_dir *d,
 	kvt_record_init(old);
 	for (int attempt = 0; attempt < 16; attempt++) {
 		ret = place_new(s, tmp, d, name);
+		if (ret == -ESTALE)
+			continue; /* the name changed as we looked: again */
 		if (ret != -EEXIST)
 			return ret;
 		if (kvt_dir_stat(d, name, &st) == 0 && S_ISDIR(st.st_mode))
@@ -286,11 +301,13 @@ static int place_staged(struct kvt_store *s, const char *tmp, struct kvt_dir *d,
 		}
 		if (no_exchange(s)) {
 			ret = replace_held(s, tmp, d, name, old);
-			if (ret != -ENOENT)
+			if (ret != -ENOENT && ret != -ESTALE)
 				return ret;
 		}
 	}
-	return -EAGAIN;
+	/* ESTALE each time: maybe the directory went (the caller makes
+	 * it again). */
+	return ret == -ESTALE ? ret : -EAGAIN;
 }
 
 /* Renames the record at @d/@name to @tname in our staging: the one atomic

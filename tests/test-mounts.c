@@ -422,6 +422,38 @@ static void test_rewrite_while_replaced(void)
 	}
 }
 
+/* Where names change under holds (GlusterFS), another host replaced 'x'
+ * as A looked at it, and the file system answered ESTALE: at the hold's
+ * stat of the record (the first stat of 'x' is the check for a
+ * directory), or at the rename.  A looks again and publishes; nothing
+ * is left over. */
+static void test_publish_over_stale(void)
+{
+	static const char *const rules[] = { "stat:ESTALE:name=x:max=2",
+					     "rename:ESTALE:name=x:max=1" };
+
+	A->no_exchange = true;
+	for (guint i = 0; i < G_N_ELEMENTS(rules); i++) {
+		g_autofree char *a = pattern(70 + i), *b = pattern(80 + i);
+		g_autoptr(GError) err = NULL;
+		g_autofree char *desc = NULL;
+		struct kvt_published pa, pb;
+		int ret;
+
+		ok(publish_buf(A, "x", a, &pa) == 0, "A stores 'x'");
+		ret = kvt_faults_init(rules[i], &err) ? publish_buf(A, "x", b, &pb) : -EINVAL;
+		kvt_faults_fini();
+		desc = g_strdup_printf("%s: A replaces 'x' (%s)", rules[i], g_strerror(-ret));
+		ok(ret == 0 && reads(A, "x", b) && reads(B, "x", b), desc);
+		ok(links_of(a) == 0 && links_of(b) == 2 && staging_clean(A),
+		   "... the old bytes went, the new have their reference and anchor, staging is clean");
+		kvt_name_remove(A, kvt_store_names(A), "x");
+		kvt_published_clear(&pa);
+		kvt_published_clear(&pb);
+	}
+	A->no_exchange = false;
+}
+
 static void count_problem(const struct kvt_problem_report *p, void *data)
 {
 	printf("# %s %s: %s\n", kvt_problem_name(p->kind), p->path, p->detail);
@@ -435,7 +467,7 @@ int main(void)
 	struct kvt_check_opts o = { .problem = count_problem };
 	struct kvt_check_result res;
 
-	printf("1..%d\n", 34 + 3 * 4 + 2 * 5);
+	printf("1..%d\n", 34 + 3 * 4 + 2 * 5 + 2 * 3);
 	top = dir;
 	A = kvt_store_open(top, &err);
 	B = A ? kvt_store_open(top, &err) : NULL;
@@ -450,6 +482,7 @@ int main(void)
 	test_purge_unparsable_replaced();
 	test_rename_while_published_at_source();
 	test_rewrite_while_replaced();
+	test_publish_over_stale();
 	kvt_store_close(A);
 	kvt_store_close(B);
 	ok(kvt_check(top, &o, &res, &err) && res.problems == 0 && res.errors == 0,
