@@ -139,6 +139,7 @@ static _Noreturn void guard_main(int abort_fd, const char *stat_path, int stop_f
 	struct sigaction sa = { .sa_handler = on_death };
 	struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
 	sigset_t death, open_mask;
+	char c;
 
 	prctl(PR_SET_NAME, "kvt-guard");
 	/* A stop of the whole group (systemd, a terminal's ^C) stops the
@@ -163,10 +164,15 @@ static _Noreturn void guard_main(int abort_fd, const char *stat_path, int stop_f
 			(void)!write(abort_fd, "1", 1);
 			_exit(0);
 		}
-		/* A stop, or the end of the daemon's descriptors (and so of
-		 * its connection): nothing to do. */
-		if (ppoll(&pfd, 1, NULL, &open_mask) > 0)
+		if (ppoll(&pfd, 1, NULL, &open_mask) <= 0)
+			continue;
+		/* 'a': a stop that does not end (kvt_guard_abort).  The
+		 * pipe's end, a stop or the end of the daemon's descriptors
+		 * (and so of its connection): nothing to do. */
+		if (read(stop_fd, &c, 1) != 1)
 			_exit(0);
+		if (c == 'a')
+			(void)!write(abort_fd, "1", 1);
 	}
 }
 
@@ -212,6 +218,11 @@ struct kvt_guard *kvt_guard_start(const char *mnt, int *why)
 	g->pid = pid;
 	g->stop_fd = stop[1];
 	return g;
+}
+
+bool kvt_guard_abort(struct kvt_guard *g)
+{
+	return g && write(g->stop_fd, "a", 1) == 1;
 }
 
 void kvt_guard_stop(struct kvt_guard *g)

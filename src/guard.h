@@ -18,5 +18,8 @@ struct kvt_guard;
  * no fusectl (/sys/fs/fuse/connections) and not root to mount one of its
  * own. */
 struct kvt_guard *kvt_guard_start(const char *mnt, int *why);
+/* Asks the guard to abort the connection now: a stop of the daemon that
+ * waits on the kernel (stopping.h).  False if there is no guard. */
+bool kvt_guard_abort(struct kvt_guard *g);
 /* Stops the guard: the daemon ends its connection itself. */
 void kvt_guard_stop(struct kvt_guard *g);

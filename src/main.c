@@ -24,6 +24,7 @@
 #include "service.h"
 #include "share.h"
 #include "stage.h"
+#include "stopping.h"
 #include "store.h"
 #include "uring.h"
 
@@ -237,9 +238,11 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	struct kvt_reclaimer *reclaimer = NULL;
 	struct kvt_share_watch *share = NULL;
 	struct kvt_hup_thread hup = { 0 };
+	struct kvt_stopping *stopping;
 	struct kvt_guard *guard;
 	struct fuse_loop_config *loop;
 	g_autofree char *opts = NULL;
+	bool aborted;
 	int ret;
 
 	if (fuse_set_signal_handlers(fs->se)) {
@@ -268,6 +271,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 		g_message("no guard of the connection (%s): a kill of the daemon could leave "
 			  "clients waiting on the mount until its lower calls end",
 			  g_strerror(ret));
+	stopping = kvt_stopping_watch(guard);
 	kvt_hup_thread_start(&hup);
 	opts = kvt_options_describe(o);
 	g_message("mounted %s on %s, pid %d (%s)", lower, mnt, (int)getpid(), opts);
@@ -320,7 +324,10 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	kvt_share_watch_stop(share);
 	/* What is still queued for the kernel goes before it is gone. */
 	kvt_notifier_free(g_steal_pointer(&fs->notifier));
+	aborted = kvt_stopping_done(stopping);
 	fuse_session_unmount(fs->se);
+	if (aborted)
+		kvt_stopping_unmount(mnt);
 	kvt_guard_stop(guard);
 	fuse_remove_signal_handlers(fs->se);
 	g_message("unmounted %s", mnt);

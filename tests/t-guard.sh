@@ -1,5 +1,6 @@
 #!/bin/bash
-# kill -9 of a daemon with a thread stuck in the kernel.  The kernel ends
+# kill -9 of a daemon with a thread stuck in the kernel, and a SIGTERM
+# whose stop waits on a client (at the end).  The kernel ends
 # a mount's connection only when the daemon's last thread has exited; a
 # thread waiting in a lower call that was already taken up cannot exit
 # until it is answered.  (The same holds for an invalidation waiting for
@@ -15,7 +16,7 @@
 kvt_require_root
 command -v bindfs >/dev/null || { echo "1..0 # SKIP bindfs is missing"; exit 0; }
 
-plan 16
+plan 24
 kvt_setup
 
 REAL="$T/real" MID="$T/mid"
@@ -121,3 +122,63 @@ st=$?
 unset "KVT_DAEMONS[$pid]"
 [ "$st" = 0 ] && [ -n "$g" ] && ! kill -0 "$g" 2>/dev/null && ! kvt_is_mounted "$MNT"
 ok $? "SIGTERM: the daemon unmounts and exits 0 (status $st), its guard (${g:-none}) ends"
+
+# --- a stop that waits on a client ------------------------------------------
+# One worker (max_threads=1) opens a torn block and waits on the stopped
+# lower disk; mkdir holds the block's directory's lock and waits for a
+# LOOKUP that no worker is free to read.  SIGTERM: libfuse reads no more
+# requests and waits for its worker, whose open, once the disk answers,
+# purges the block and invalidates its entry, which takes that
+# directory's lock.  Nobody answers the mkdir: without a bound, the
+# client, the worker and the stop wait forever.
+kvt_mount max_threads=1
+pid=$KVT_PID
+b=${blocks[5]}
+d=$(dirname "$b")
+o=$(kvt_xattr "$b" user.kvtierfs.object)
+stat "$b" >/dev/null
+truncate -s 1000 "$LOWER/$o"
+kill -STOP "$INNER"
+cat "$b" >/dev/null 2>"$T/stop.cat" &
+cpid=$!
+waiting_on_mount "$cpid"
+c1=$?
+mkdir "$d/new" 2>"$T/stop.mkdir" &
+mpid=$!
+waiting_on_mount "$mpid"
+c2=$?
+[ "$c1" = 0 ] && [ "$c2" = 0 ]
+ok $? "the open waits on the lower disk, the mkdir for its turn (waiting: $c1 $c2)"
+KVT_PID=
+_kvt_after 5 kill -CONT "$INNER"
+t0=$(date +%s%N)
+kill -TERM "$pid"
+_kvt_wait_pid "$pid" 40
+st=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+if kill -0 "$pid" 2>/dev/null; then
+	# Not ended: the test aborts the connection itself, or it would
+	# leave the daemon and its clients waiting forever.
+	mkdir "$T/fusectl"
+	mount -t fusectl fusectl "$T/fusectl"
+	conn=$(awk -v m="$MNT" '$5 == m { split($3, d, ":"); print d[2] }' /proc/self/mountinfo)
+	echo 1 >"$T/fusectl/$conn/abort"
+	umount "$T/fusectl"
+	_kvt_wait_pid "$pid" 30
+fi
+unset "KVT_DAEMONS[$pid]"
+kill -CONT "$INNER"
+wait "$cpid"
+wait "$mpid"
+mst=$?
+[ "$st" = 0 ] && [ "$ms" -lt 30000 ] && ! kvt_is_mounted "$MNT"
+ok $? "SIGTERM while a client waits on a reply the stop will not read: the daemon ends in $ms ms (status $st)"
+grep -q "the stop has waited 10 s on the kernel: .* the connection is aborted" "$T/daemon.log"
+ok $? "it says it aborted the connection after 10 s"
+[ "$mst" != 0 ] && grep -q "Software caused connection abort" "$T/stop.mkdir"
+ok $? "the mkdir fails with ECONNABORTED (status $mst: $(cat "$T/stop.mkdir"))"
+fusermount3 -u -z "$MNT" 2>/dev/null
+kvt_mount
+[ ! -e "$b" ] && [ ! -e "$d/new" ]
+ok $? "mounted again: the torn block is gone, no directory was made"
+ok_kvclient "the other blocks verify" verify --dir "$MNT" --expect 7
