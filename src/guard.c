@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 struct kvt_guard {
@@ -134,11 +135,23 @@ static void keep_only(int a, int b)
 				close((int)i);
 }
 
+/* Microseconds of CLOCK_MONOTONIC. */
+static long long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+/* Exits 1 if it aborted the connection, else 0. */
 static _Noreturn void guard_main(int abort_fd, const char *stat_path, int stop_fd)
 {
 	struct sigaction sa = { .sa_handler = on_death };
 	struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
+	long long deadline = -1; /* of the stop under way */
 	sigset_t death, open_mask;
+	bool aborted = false;
 	char c;
 
 	prctl(PR_SET_NAME, "kvt-guard");
@@ -159,21 +172,58 @@ static _Noreturn void guard_main(int abort_fd, const char *stat_path, int stop_f
 	prctl(PR_SET_PDEATHSIG, SIGUSR1);
 	keep_only(abort_fd, stop_fd);
 	for (;;) {
+		struct timespec left, *until = NULL;
+		int n;
+
 		if (leader_dead(stat_path)) {
 			/* It fails if the connection is gone already. */
 			(void)!write(abort_fd, "1", 1);
-			_exit(0);
+			_exit(1);
 		}
-		if (ppoll(&pfd, 1, NULL, &open_mask) <= 0)
+		if (deadline >= 0) {
+			long long us = deadline - now_us();
+
+			us = us > 0 ? us : 0;
+			left.tv_sec = us / 1000000;
+			left.tv_nsec = us % 1000000 * 1000;
+			until = &left;
+		}
+		n = ppoll(&pfd, 1, until, &open_mask);
+		if (n == 0) {
+			/* The stop did not end in time (guard.h). */
+			aborted = write(abort_fd, "1", 1) == 1;
+			deadline = -1;
 			continue;
-		/* 'a': a stop that does not end (kvt_guard_abort).  The
-		 * pipe's end, a stop or the end of the daemon's descriptors
-		 * (and so of its connection): nothing to do. */
-		if (read(stop_fd, &c, 1) != 1)
-			_exit(0);
-		if (c == 'a')
-			(void)!write(abort_fd, "1", 1);
+		}
+		if (n < 0)
+			continue;
+		/* 's': a stop began (more may come: the first counts); 'e',
+		 * the pipe's end, or the end of the daemon's descriptors (and
+		 * so of its connection): nothing left to do. */
+		if (read(stop_fd, &c, 1) != 1 || c == 'e')
+			_exit(aborted);
+		if (c == 's' && deadline < 0 && !aborted)
+			deadline = now_us() + KVT_GUARD_STOP_GRACE_S * 1000000LL;
 	}
+}
+
+/* The stop signals' handler, which tells the guard: one mount per
+ * process.  The pipe's write end stays open to the process's end, for a
+ * handler still running in another thread when the guard stops. */
+static int stop_pipe = -1;
+static const int stop_signals[2] = { SIGTERM, SIGINT };
+static struct sigaction was[2];
+
+static void on_stop(int sig)
+{
+	int saved = errno;
+
+	(void)!write(stop_pipe, "s", 1);
+	for (int i = 0; i < 2; i++)
+		if (stop_signals[i] == sig && was[i].sa_handler != SIG_DFL &&
+		    was[i].sa_handler != SIG_IGN)
+			was[i].sa_handler(sig);
+	errno = saved;
 }
 
 struct kvt_guard *kvt_guard_start(const char *mnt, int *why)
@@ -184,7 +234,7 @@ struct kvt_guard *kvt_guard_start(const char *mnt, int *why)
 	g_autofree char *stat_path = g_strdup_printf("/proc/%s/stat", self ? self : "self");
 	struct kvt_guard *g;
 	int stop[2], fd;
-	unsigned id;
+	unsigned id = 0;
 	pid_t pid;
 
 	/* Without /proc, the guard would take the daemon for dead. */
@@ -216,24 +266,58 @@ struct kvt_guard *kvt_guard_start(const char *mnt, int *why)
 	}
 	g = g_new0(struct kvt_guard, 1);
 	g->pid = pid;
-	g->stop_fd = stop[1];
+	if (stop_pipe < 0) {
+		struct sigaction sa = { .sa_handler = on_stop };
+
+		stop_pipe = stop[1];
+		fcntl(stop_pipe, F_SETFL, O_NONBLOCK);
+		sigemptyset(&sa.sa_mask);
+		for (int i = 0; i < 2; i++)
+			sigaction(stop_signals[i], &sa, &was[i]);
+		g->stop_fd = -1;
+	} else {
+		g->stop_fd = stop[1]; /* a second guard in one process: no bound */
+	}
 	return g;
 }
 
-bool kvt_guard_abort(struct kvt_guard *g)
+bool kvt_guard_stop(struct kvt_guard *g)
 {
-	return g && write(g->stop_fd, "a", 1) == 1;
-}
+	int fd, status = 0;
+	ssize_t ret;
 
-void kvt_guard_stop(struct kvt_guard *g)
-{
 	if (!g)
-		return;
-	/* The closed pipe ends it; SIGKILL too, should it hold a copy of
-	 * the pipe's other end after all. */
-	close(g->stop_fd);
-	kill(g->pid, SIGKILL);
-	while (waitpid(g->pid, NULL, 0) < 0 && errno == EINTR)
+		return false;
+	fd = g->stop_fd >= 0 ? g->stop_fd : stop_pipe;
+	if (g->stop_fd < 0)
+		for (int i = 0; i < 2; i++)
+			sigaction(stop_signals[i], &was[i], NULL);
+	/* Read at once; should the pipe be full, a kill ends it. */
+	while ((ret = write(fd, "e", 1)) < 0 && errno == EINTR)
+		;
+	if (ret < 0)
+		kill(g->pid, SIGKILL);
+	if (g->stop_fd >= 0)
+		close(g->stop_fd);
+	while (waitpid(g->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	g_free(g);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 1;
+}
+
+void kvt_guard_unmount_dead(const char *mnt)
+{
+	const char *argv[] = { "fusermount3", "-u", "-z", "--", mnt, NULL };
+	g_autoptr(GError) err = NULL;
+	gint status;
+
+	if (geteuid() == 0) {
+		if (umount2(mnt, MNT_DETACH))
+			g_warning("the aborted mount on %s stays: %s", mnt, g_strerror(errno));
+		return;
+	}
+	if (!g_spawn_sync(NULL, (gchar **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL,
+			  NULL, &status, &err) ||
+	    !g_spawn_check_wait_status(status, &err))
+		g_warning("the aborted mount on %s stays: fusermount3: %s", mnt, err->message);
 }

@@ -24,7 +24,6 @@
 #include "service.h"
 #include "share.h"
 #include "stage.h"
-#include "stopping.h"
 #include "store.h"
 #include "uring.h"
 
@@ -238,7 +237,6 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	struct kvt_reclaimer *reclaimer = NULL;
 	struct kvt_share_watch *share = NULL;
 	struct kvt_hup_thread hup = { 0 };
-	struct kvt_stopping *stopping;
 	struct kvt_guard *guard;
 	struct fuse_loop_config *loop;
 	g_autofree char *opts = NULL;
@@ -271,7 +269,6 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 		g_message("no guard of the connection (%s): a kill of the daemon could leave "
 			  "clients waiting on the mount until its lower calls end",
 			  g_strerror(ret));
-	stopping = kvt_stopping_watch(guard);
 	kvt_hup_thread_start(&hup);
 	opts = kvt_options_describe(o);
 	g_message("mounted %s on %s, pid %d (%s)", lower, mnt, (int)getpid(), opts);
@@ -324,11 +321,15 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	kvt_share_watch_stop(share);
 	/* What is still queued for the kernel goes before it is gone. */
 	kvt_notifier_free(g_steal_pointer(&fs->notifier));
-	aborted = kvt_stopping_done(stopping);
 	fuse_session_unmount(fs->se);
-	if (aborted)
-		kvt_stopping_unmount(mnt);
-	kvt_guard_stop(guard);
+	aborted = kvt_guard_stop(guard);
+	if (aborted) {
+		g_warning("the stop had not ended in %d s (a thread of the daemon may have "
+			  "waited for a lock held by a client that waited for a reply): the "
+			  "guard aborted the connection",
+			  KVT_GUARD_STOP_GRACE_S);
+		kvt_guard_unmount_dead(mnt);
+	}
 	fuse_remove_signal_handlers(fs->se);
 	g_message("unmounted %s", mnt);
 	kvt_hup_thread_stop(&hup);
