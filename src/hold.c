@@ -27,9 +27,15 @@ static int lock_until(int fd, gint64 until)
 	return 0;
 }
 
+/* ESTALEs a hold looks again after: a few, for a name other hosts keep
+ * changing; one that stays (a directory gone under its handle) is the
+ * caller's to handle. */
+#define HOLD_STALE_TRIES 8
+
 int kvt_hold_record(struct kvt_dir *d, const char *name, struct stat *st)
 {
 	gint64 until = g_get_monotonic_time() + KVT_HOLD_PATIENCE_US;
+	int stale = 0;
 
 	for (;;) {
 		struct stat now;
@@ -38,7 +44,7 @@ int kvt_hold_record(struct kvt_dir *d, const char *name, struct stat *st)
 
 		/* ESTALE: another mount changed the name as we looked at it
 		 * (the door tried again already): look again. */
-		if (fd == -ESTALE && g_get_monotonic_time() < until)
+		if (fd == -ESTALE && stale++ < HOLD_STALE_TRIES)
 			continue;
 		if (fd < 0)
 			return fd;
@@ -62,7 +68,7 @@ int kvt_hold_record(struct kvt_dir *d, const char *name, struct stat *st)
 				  (int)(KVT_HOLD_PATIENCE_US / G_USEC_PER_SEC));
 		/* 0, or ESTALE at the stat: another mount changed the name
 		 * while we waited: the record there now is the one to hold. */
-		if (ret == -ESTALE && g_get_monotonic_time() < until)
+		if (ret == -ESTALE && stale++ < HOLD_STALE_TRIES)
 			continue;
 		if (ret < 0)
 			return ret;
