@@ -25,7 +25,6 @@
 
 struct kvt_guard {
 	pid_t pid;
-	int stop_fd; /* closing it stops the guard */
 };
 
 #define FUSECTL "/sys/fs/fuse/connections"
@@ -232,6 +231,7 @@ struct kvt_guard *kvt_guard_start(const char *mnt, int *why)
 	 * namespace's. */
 	g_autofree char *self = g_file_read_link("/proc/self", NULL);
 	g_autofree char *stat_path = g_strdup_printf("/proc/%s/stat", self ? self : "self");
+	struct sigaction sa = { .sa_handler = on_stop };
 	struct kvt_guard *g;
 	int stop[2], fd;
 	unsigned id = 0;
@@ -266,39 +266,28 @@ struct kvt_guard *kvt_guard_start(const char *mnt, int *why)
 	}
 	g = g_new0(struct kvt_guard, 1);
 	g->pid = pid;
-	if (stop_pipe < 0) {
-		struct sigaction sa = { .sa_handler = on_stop };
-
-		stop_pipe = stop[1];
-		fcntl(stop_pipe, F_SETFL, O_NONBLOCK);
-		sigemptyset(&sa.sa_mask);
-		for (int i = 0; i < 2; i++)
-			sigaction(stop_signals[i], &sa, &was[i]);
-		g->stop_fd = -1;
-	} else {
-		g->stop_fd = stop[1]; /* a second guard in one process: no bound */
-	}
+	stop_pipe = stop[1];
+	fcntl(stop_pipe, F_SETFL, O_NONBLOCK);
+	sigemptyset(&sa.sa_mask);
+	for (int i = 0; i < 2; i++)
+		sigaction(stop_signals[i], &sa, &was[i]);
 	return g;
 }
 
 bool kvt_guard_stop(struct kvt_guard *g)
 {
-	int fd, status = 0;
+	int status = 0;
 	ssize_t ret;
 
 	if (!g)
 		return false;
-	fd = g->stop_fd >= 0 ? g->stop_fd : stop_pipe;
-	if (g->stop_fd < 0)
-		for (int i = 0; i < 2; i++)
-			sigaction(stop_signals[i], &was[i], NULL);
+	for (int i = 0; i < 2; i++)
+		sigaction(stop_signals[i], &was[i], NULL);
 	/* Read at once; should the pipe be full, a kill ends it. */
-	while ((ret = write(fd, "e", 1)) < 0 && errno == EINTR)
+	while ((ret = write(stop_pipe, "e", 1)) < 0 && errno == EINTR)
 		;
 	if (ret < 0)
 		kill(g->pid, SIGKILL);
-	if (g->stop_fd >= 0)
-		close(g->stop_fd);
 	while (waitpid(g->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	g_free(g);
