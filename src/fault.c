@@ -36,7 +36,8 @@ static const struct {
 struct rule {
 	char *text;          /* as written */
 	int op;              /* enum kvt_fault_op, or OP_ANY */
-	int err;             /* positive errno */
+	int err;             /* positive errno; 0 for a delay */
+	gulong delay_us;     /* the call waits, then goes on */
 	guint64 every, after, max; /* 0: no such condition */
 	bool has_p;
 	guint64 p_below;     /* a call's draw fires below this */
@@ -160,7 +161,14 @@ static bool parse_rule(struct rule *r, const char *text, GError **err)
 		return false;
 	}
 	r->err = parse_errno(f[1]);
-	if (!r->err) {
+	if (!r->err && g_str_has_suffix(f[1], "ms")) {
+		g_autofree char *ms = g_strndup(f[1], strlen(f[1]) - 2);
+		guint64 v;
+
+		if (parse_u64(ms, 1, &v) && v <= 60000)
+			r->delay_us = v * 1000;
+	}
+	if (!r->err && !r->delay_us) {
 		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
 			    "'%s': unknown errno '%s'", text, f[1]);
 		return false;
@@ -320,13 +328,19 @@ int kvt_fault_check_names(enum kvt_fault_op op, const char *const *names, guint 
 
 		if ((r->op != (int)op && r->op != OP_ANY) || !name_matches(r, names, n))
 			continue;
-		if (fires(r, i)) {
-			g_debug("fault: %s %s%s%s: %s", op_names[op],
-				n && names[0] ? names[0] : "-", n > 1 && names[1] ? " " : "",
-				n > 1 && names[1] ? names[1] : "", g_strerror(r->err));
-			/* As a failure of the lower file system would be. */
-			return kvt_lower_failed(op_names[op], n ? names[0] : NULL, r->err);
+		if (!fires(r, i))
+			continue;
+		if (r->delay_us) {
+			/* A slow lower file system (each call a round trip
+			 * on a network one): the call waits, then is made. */
+			g_usleep(r->delay_us);
+			return 0;
 		}
+		g_debug("fault: %s %s%s%s: %s", op_names[op],
+			n && names[0] ? names[0] : "-", n > 1 && names[1] ? " " : "",
+			n > 1 && names[1] ? names[1] : "", g_strerror(r->err));
+		/* As a failure of the lower file system would be. */
+		return kvt_lower_failed(op_names[op], n ? names[0] : NULL, r->err);
 	}
 	return 0;
 }

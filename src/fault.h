@@ -17,7 +17,9 @@
  * A rule is OP:ERRNO[:COND]...
  *   OP     open create opendir stat mkdir rmdir unlink link rename setattr
  *          sync list read serve write, or any
- *   ERRNO  a name (EIO, ENOSPC, EDQUOT, EROFS, ...) or a number
+ *   ERRNO  a name (EIO, ENOSPC, EDQUOT, EROFS, ...) or a number; or a
+ *          delay, <N>ms (1-60000): the call waits N ms, then is made (a
+ *          lower file system where each call is a round trip)
  *   COND   all must hold (none: every call the rule matches fails)
  *          N, every=N   the Nth, 2Nth, ... call the rule matches
  *          1/N, p=F     with probability 1/N or F (0 < F <= 1, or A/B),

@@ -134,10 +134,8 @@ int kvt_name_peek(struct kvt_dir *d, const char *name, struct kvt_record *rec)
 	return read_record_fd(fd, name, &st, rec);
 }
 
-/* Writes @rec to a new file in staging, with @sync durably; its name in
- * *@name_out. */
-static int write_stage_record(struct kvt_store *s, const struct kvt_record *rec,
-			      const struct kvt_meta *meta, bool sync, char **name_out)
+int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
+		   const struct kvt_meta *meta, bool sync, char **name_out)
 {
 	g_autoptr(GString) body = kvt_record_encode(rec);
 	struct timespec ts[2] = { meta->atime, meta->mtime };
@@ -267,11 +265,8 @@ static bool no_exchange(struct kvt_store *s)
 	return __atomic_load_n(&s->no_exchange, __ATOMIC_RELAXED);
 }
 
-/* Puts the file staged at @tmp at @d/@name, atomically; what it replaced,
- * if anything, is returned in @old.  On failure @tmp stays, for the caller
- * to remove or put back. */
-static int place_staged(struct kvt_store *s, const char *tmp, struct kvt_dir *d,
-			const char *name, struct kvt_record *old)
+int kvt_name_place(struct kvt_store *s, const char *tmp, struct kvt_dir *d,
+		   const char *name, struct kvt_record *old)
 {
 	struct stat st;
 	int ret;
@@ -329,28 +324,11 @@ static int take_record(struct kvt_store *s, struct kvt_dir *d, const char *name,
 	return kvt_dir_rename(d, name, s->stage, tname, 0);
 }
 
-int kvt_name_install(struct kvt_store *s, struct kvt_dir *d, const char *name,
-		     const struct kvt_record *rec, const struct kvt_meta *meta,
-		     bool sync, struct kvt_record *old)
-{
-	g_autofree char *tmp = NULL;
-	int ret;
-
-	kvt_record_init(old);
-	ret = write_stage_record(s, rec, meta, sync, &tmp);
-	if (ret < 0)
-		return ret;
-	ret = place_staged(s, tmp, d, name, old);
-	if (ret < 0)
-		kvt_dir_unlink(s->stage, tmp);
-	return ret;
-}
-
 int kvt_name_create(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		    const struct kvt_record *rec, const struct kvt_meta *meta)
 {
 	g_autofree char *tmp = NULL;
-	int ret = write_stage_record(s, rec, meta, false, &tmp);
+	int ret = kvt_name_stage(s, rec, meta, false, &tmp);
 
 	if (ret == 0)
 		ret = place_new(s, tmp, d, name);
@@ -410,7 +388,7 @@ int kvt_name_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 	int ret;
 
 	memset(rec_st, 0, sizeof(*rec_st));
-	ret = write_stage_record(s, rec, meta, false, &tmp);
+	ret = kvt_name_stage(s, rec, meta, false, &tmp);
 	if (ret < 0)
 		return ret;
 	if (kvt_dir_stat(s->stage, tmp, &st) < 0)
@@ -535,7 +513,7 @@ static int rename_marked(struct kvt_store *s, struct kvt_dir *from, const char *
 	ret = take_record(s, from, fname, tmp);
 	if (ret < 0)
 		return ret;
-	ret = place_staged(s, tmp, to, tname, replaced);
+	ret = kvt_name_place(s, tmp, to, tname, replaced);
 	/* Failed: back to its name, unless another mount published a newer
 	 * version there meanwhile, which replaced it. */
 	if (ret < 0 && place_new(s, tmp, from, fname) < 0)

@@ -52,14 +52,18 @@ int kvt_name_lookup(struct kvt_store *s, struct kvt_dir *d, const char *name, bo
  * allowed: for a walk of every record. */
 int kvt_name_peek(struct kvt_dir *d, const char *name, struct kvt_record *rec);
 
-/* Atomically puts @rec at @d/@name.  A record it replaced is returned in
- * @old (old->ref[0] != 0), whose object the caller releases or keeps.
- * With @sync the record's bytes are written out (not committed) before it
- * takes the name, so that on a journaling file system a power cut leaves
- * the name with the old record or the new one, never an empty one. */
-int kvt_name_install(struct kvt_store *s, struct kvt_dir *d, const char *name,
-		     const struct kvt_record *rec, const struct kvt_meta *meta,
-		     bool sync, struct kvt_record *old);
+/* Writes @rec with @meta to a new file in staging, its name in *@tmp,
+ * for kvt_name_place.  With @sync the record's bytes are written out (not
+ * committed), so that on a journaling file system a power cut leaves the
+ * name with the old record or the new one, never an empty one. */
+int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
+		   const struct kvt_meta *meta, bool sync, char **tmp);
+/* Atomically puts the record staged at @tmp at @d/@name.  A record it
+ * replaced is returned in @old (old->ref[0] != 0), whose object the
+ * caller releases or keeps.  On failure @tmp stays, the caller's to
+ * remove. */
+int kvt_name_place(struct kvt_store *s, const char *tmp, struct kvt_dir *d,
+		   const char *name, struct kvt_record *old);
 /* Replaces the record at @d/@name by @rec (the same object: new xattrs or
  * metadata) if it is still @rec's version, else -ESTALE, and leaves
  * another mount's version there.  The record is taken off the name, then

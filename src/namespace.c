@@ -336,11 +336,34 @@ struct rename {
 	const char *name, *newname;
 	unsigned int flags;
 	struct kvt_stage *st;       /* the version the rename publishes */
+	struct kvt_publication prep; /* made ready before the locks */
 	struct kvt_published pub;
 	bool published;
 	struct kvt_record id;       /* the object published, for -o sync */
 	struct kvt_record replaced; /* what was at the new name */
 };
+
+/* A rename that publishes a temp file (the common one) makes the object
+ * and the record before the tree lock (publish.h): on a network file
+ * system each is a round trip, and the tree lock, held for them, made
+ * every store of the mount wait for the one before.  Only a temp name:
+ * no close publishes one, and the kernel orders the renames and unlinks
+ * of one directory, so nothing else takes the version meanwhile. */
+static int rename_prepare(struct kvt_fs *fs, struct rename *r)
+{
+	struct kvt_meta meta;
+	g_autoptr(GHashTable) xattrs = NULL;
+	int ret;
+
+	if (!kvt_is_tmp_name(fs, r->name) || (r->flags & RENAME_NOREPLACE) ||
+	    !kvt_inode_is_local(r->src))
+		return 0;
+	kvt_version_meta(r->src, &meta, &xattrs);
+	ret = kvt_publication_prepare(fs->store, r->st, &meta, xattrs,
+				      fs->sync ? KVT_PUBLISH_SYNC : 0, &r->prep);
+	/* 1: nothing to publish; the locked half finds out what is. */
+	return ret < 0 ? ret : 0;
+}
 
 /* The lower half of a rename (caller holds the tree lock and both
  * directories' locks). */
@@ -376,14 +399,19 @@ static int rename_lower(struct kvt_fs *fs, struct rename *r)
 		struct kvt_meta meta;
 		g_autoptr(GHashTable) xattrs = NULL;
 
-		kvt_inode_lock(r->src);
-		meta = kvt_inode_meta(r->src, false);
-		if (r->src->rec.xattrs)
-			xattrs = kvt_xattrs_dup(r->src->rec.xattrs);
-		kvt_inode_unlock(r->src);
-		ret = kvt_store_publish(fs->store, r->st, r->npd, r->newname, &meta, xattrs,
-					KVT_PUBLISH_KEEP_REPLACED |
-					(fs->sync ? KVT_PUBLISH_SYNC : 0), &r->pub);
+		kvt_version_meta(r->src, &meta, &xattrs);
+		if (r->prep.st && !kvt_publication_matches(&r->prep, &meta, xattrs))
+			/* A chmod (or setxattr) through an open descriptor
+			 * since the record was written: written again. */
+			kvt_publication_abort(fs->store, &r->prep);
+		if (r->prep.st) {
+			ret = kvt_publication_install(fs->store, &r->prep, r->npd, r->newname,
+						      &r->pub);
+		} else {
+			ret = kvt_store_publish(fs->store, r->st, r->npd, r->newname, &meta,
+						xattrs, KVT_PUBLISH_KEEP_REPLACED |
+						(fs->sync ? KVT_PUBLISH_SYNC : 0), &r->pub);
+		}
 		if (ret < 0)
 			return ret;
 		if (ret == 0) {
@@ -506,6 +534,8 @@ static int rename_once(struct kvt_fs *fs, fuse_ino_t parent, const char *name,
 		ret = r.st ? kvt_stage_prepare(r.st) : 0;
 		if (ret == 0 && r.st && fs->sync)
 			ret = kvt_stage_sync(r.st);
+		if (ret == 0 && r.st)
+			ret = rename_prepare(fs, &r);
 		if (ret < 0)
 			goto reply;
 	}
@@ -520,6 +550,10 @@ static int rename_once(struct kvt_fs *fs, fuse_ino_t parent, const char *name,
 		drop = kvt_version_published(fs, r.src, &r.pub, false);
 	unlock_two(r.p, r.np);
 	kvt_tree_unlock(fs);
+	if (r.prep.st && r.published)
+		kvt_publication_finish(fs->store, &r.prep, &r.pub, true);
+	else
+		kvt_publication_abort(fs->store, &r.prep);
 	/* Published, but not durable: the rename fails, as a failed fsync
 	 * would say. */
 	if (r.published && fs->sync)

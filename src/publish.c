@@ -100,72 +100,87 @@ void kvt_published_clear(struct kvt_published *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* The replaced record's object goes, unless it is the one just
- * published (a record rewritten in place) or the caller keeps it. */
-static void settle_replaced(struct kvt_store *s, struct kvt_record *old,
-			    const struct kvt_record *now, bool keep,
-			    struct kvt_record *kept)
-{
-	if (old->ref[0] && strcmp(old->ref, now->ref)) {
-		if (keep) {
-			*kept = *old;
-			kvt_record_init(old);
-			return;
-		}
-		kvt_object_release(s, old);
-	}
-	kvt_record_clear(old);
-}
-
 /* Step 2 of -o sync: the bytes the new object holds are durable (the
  * staged ones, normally synced before the locks; or, deduplicated, the
  * existing object's, which another publication may not have synced). */
-static int sync_bytes(struct kvt_store *s, struct kvt_stage *st,
-		      const struct kvt_published *out)
+static int sync_bytes(struct kvt_store *s, struct kvt_stage *st, bool dedup,
+		      const struct kvt_record *rec)
 {
-	if (out->dedup)
-		return kvt_object_sync(s, &out->rec);
+	if (dedup)
+		return kvt_object_sync(s, rec);
 	if (!kvt_stage_durable(st) && fdatasync(st->fd))
 		return -errno;
 	return 0;
 }
 
-int kvt_store_publish(struct kvt_store *s, struct kvt_stage *st, struct kvt_dir *d,
-		      const char *name, const struct kvt_meta *meta, GHashTable *xattrs,
-		      unsigned int flags, struct kvt_published *out)
+int kvt_publication_prepare(struct kvt_store *s, struct kvt_stage *st,
+			    const struct kvt_meta *meta, GHashTable *xattrs,
+			    unsigned int flags, struct kvt_publication *p)
 {
-	bool sync = flags & KVT_PUBLISH_SYNC;
-	struct kvt_record old;
-	uint64_t size;
 	kvt_hash hash;
 	int ret;
 
-	memset(out, 0, sizeof(*out));
-	ret = kvt_stage_seal(st, &hash, &size);
+	memset(p, 0, sizeof(*p));
+	p->sync = flags & KVT_PUBLISH_SYNC;
+	p->meta = *meta;
+	ret = kvt_stage_seal(st, &hash, &p->size);
 	if (ret != 0)
 		return ret;
-	ret = kvt_object_make(s, st->name, size, &hash, &out->rec, &out->dedup);
+	ret = kvt_object_make(s, st->name, p->size, &hash, &p->rec, &p->dedup);
 	if (ret < 0)
 		goto reopen;
-	if (sync)
-		ret = sync_bytes(s, st, out);
+	if (p->sync)
+		ret = sync_bytes(s, st, p->dedup, &p->rec);
+	if (ret == 0 && xattrs && g_hash_table_size(xattrs)) {
+		p->xattrs = g_hash_table_ref(xattrs);
+		p->rec.xattrs = kvt_xattrs_dup(xattrs);
+	}
+	if (ret == 0)
+		ret = kvt_name_stage(s, &p->rec, meta, p->sync, &p->record);
 	if (ret < 0) {
-		kvt_object_unmake(s, &out->rec, out->dedup);
+		kvt_object_unmake(s, &p->rec, p->dedup);
 		goto reopen;
 	}
-	if (xattrs && g_hash_table_size(xattrs))
-		out->rec.xattrs = kvt_xattrs_dup(xattrs);
-	ret = kvt_name_install(s, d, name, &out->rec, meta, sync, &old);
-	if (ret < 0) {
-		kvt_object_unmake(s, &out->rec, out->dedup);
-		goto reopen;
-	}
-	kvt_stage_set_published(st);
-	kvt_dir_unlink(s->stage, st->name);
-	if (!out->dedup)
-		kvt_object_anchor(s, &out->rec);
-	settle_replaced(s, &old, &out->rec, flags & KVT_PUBLISH_KEEP_REPLACED,
-			&out->replaced);
+	p->st = kvt_stage_ref(st);
+	return 0;
+reopen:
+	kvt_stage_unseal(st);
+	g_clear_pointer(&p->xattrs, g_hash_table_unref);
+	kvt_record_clear(&p->rec);
+	return ret;
+}
+
+bool kvt_publication_matches(const struct kvt_publication *p, const struct kvt_meta *meta,
+			     GHashTable *xattrs)
+{
+	return (p->meta.mode & 07777) == (meta->mode & 07777) && p->meta.uid == meta->uid &&
+	       p->meta.gid == meta->gid && p->meta.set_times == meta->set_times &&
+	       (!meta->set_times ||
+		(!memcmp(&p->meta.atime, &meta->atime, sizeof(meta->atime)) &&
+		 !memcmp(&p->meta.mtime, &meta->mtime, sizeof(meta->mtime)))) &&
+	       kvt_xattrs_equal(p->xattrs, xattrs);
+}
+
+int kvt_publication_install(struct kvt_store *s, struct kvt_publication *p,
+			    struct kvt_dir *d, const char *name, struct kvt_published *out)
+{
+	struct kvt_record old;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	ret = kvt_name_place(s, p->record, d, name, &old);
+	if (ret < 0)
+		return ret;
+	g_clear_pointer(&p->record, g_free);
+	kvt_stage_set_published(p->st);
+	kvt_record_copy(&out->rec, &p->rec);
+	out->dedup = p->dedup;
+	/* The replaced record, unless it is the one just published (a
+	 * record rewritten in place). */
+	if (old.ref[0] && strcmp(old.ref, p->rec.ref))
+		out->replaced = old;
+	else
+		kvt_record_clear(&old);
 	/* The record's identity, for a later resolve to know it unchanged.
 	 * The object's is taken when it is next resolved or opened: not
 	 * here, where on a network file system it is a round trip more per
@@ -174,16 +189,63 @@ int kvt_store_publish(struct kvt_store *s, struct kvt_stage *st, struct kvt_dir 
 		memset(&out->rec_st, 0, sizeof(out->rec_st));
 	if (kvt_log_debug_on()) {
 		g_autofree char *path = kvt_name_path(s, d, name);
-		g_autofree char *obj = kvt_object_path(&out->rec);
+		g_autofree char *obj = kvt_object_path(&p->rec);
 
-		g_debug("published %s: %" G_GUINT64_FORMAT " bytes, %s%s", path, size, obj,
-			out->dedup ? " (already stored)" : "");
+		g_debug("published %s: %" G_GUINT64_FORMAT " bytes, %s%s", path, p->size, obj,
+			p->dedup ? " (already stored)" : "");
 	}
 	return 0;
-reopen:
-	kvt_stage_unseal(st);
-	kvt_published_clear(out);
-	return ret;
+}
+
+static void publication_clear(struct kvt_publication *p)
+{
+	g_clear_pointer(&p->st, kvt_stage_unref);
+	g_clear_pointer(&p->xattrs, g_hash_table_unref);
+	g_clear_pointer(&p->record, g_free);
+	kvt_record_clear(&p->rec);
+}
+
+void kvt_publication_finish(struct kvt_store *s, struct kvt_publication *p,
+			    struct kvt_published *out, bool keep_replaced)
+{
+	kvt_dir_unlink(s->stage, p->st->name);
+	if (!p->dedup)
+		kvt_object_anchor(s, &p->rec);
+	if (!keep_replaced && out->replaced.ref[0]) {
+		kvt_object_release(s, &out->replaced);
+		kvt_record_clear(&out->replaced);
+	}
+	publication_clear(p);
+}
+
+void kvt_publication_abort(struct kvt_store *s, struct kvt_publication *p)
+{
+	if (!p->st)
+		return;
+	if (p->record)
+		kvt_dir_unlink(s->stage, p->record);
+	kvt_object_unmake(s, &p->rec, p->dedup);
+	kvt_stage_unseal(p->st);
+	publication_clear(p);
+}
+
+int kvt_store_publish(struct kvt_store *s, struct kvt_stage *st, struct kvt_dir *d,
+		      const char *name, const struct kvt_meta *meta, GHashTable *xattrs,
+		      unsigned int flags, struct kvt_published *out)
+{
+	struct kvt_publication p;
+	int ret = kvt_publication_prepare(s, st, meta, xattrs, flags, &p);
+
+	memset(out, 0, sizeof(*out));
+	if (ret != 0)
+		return ret;
+	ret = kvt_publication_install(s, &p, d, name, out);
+	if (ret < 0) {
+		kvt_publication_abort(s, &p);
+		return ret;
+	}
+	kvt_publication_finish(s, &p, out, flags & KVT_PUBLISH_KEEP_REPLACED);
+	return 0;
 }
 
 int kvt_store_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,

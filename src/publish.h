@@ -32,8 +32,51 @@ struct kvt_published {
 
 void kvt_published_clear(struct kvt_published *p);
 
+/* A publication in three parts, so that a caller holds its locks for
+ * the one step that changes the name (on a network file system each
+ * lower step is a round trip, and a rename holds the tree lock):
+ *   kvt_publication_prepare  the version sealed, its object made and its
+ *                            record written to staging (steps 1-2 of
+ *                            publish.c, and the record of step 3);
+ *   kvt_publication_install  the record takes the name (step 3);
+ *   kvt_publication_finish   step 4, once the name holds the record;
+ *   kvt_publication_abort    undoes the preparation, if the install
+ *                            failed or was not tried.
+ * Until installed, the name is untouched and the version sealed: no
+ * write lands in it, and another call to publish it gets 1. */
+struct kvt_publication {
+	struct kvt_stage *st;
+	struct kvt_record rec;      /* the new record, xattrs included */
+	struct kvt_meta meta;       /* the record file's */
+	GHashTable *xattrs;         /* the ones asked for (NULL: none) */
+	char *record;               /* the record staged, until installed */
+	uint64_t size;
+	bool dedup, sync;
+};
+
+/* 0: prepared; 1: nothing to publish (another call is publishing the
+ * version or did); -errno: nothing prepared, the version open again. */
+int kvt_publication_prepare(struct kvt_store *s, struct kvt_stage *st,
+			    const struct kvt_meta *meta, GHashTable *xattrs,
+			    unsigned int flags, struct kvt_publication *p);
+/* Whether @p was prepared with @meta and @xattrs: a record written
+ * before a chmod of the file no longer says what it is. */
+bool kvt_publication_matches(const struct kvt_publication *p, const struct kvt_meta *meta,
+			     GHashTable *xattrs);
+/* Puts the prepared record at @d/@name.  0: published, @out filled, the
+ * record it replaced (if any) in out->replaced; -errno: nothing changed
+ * on the name, @p still prepared. */
+int kvt_publication_install(struct kvt_store *s, struct kvt_publication *p,
+			    struct kvt_dir *d, const char *name, struct kvt_published *out);
+/* After the install: the staged file goes, the object gets its anchor,
+ * and unless @keep_replaced the replaced record's object goes. */
+void kvt_publication_finish(struct kvt_store *s, struct kvt_publication *p,
+			    struct kvt_published *out, bool keep_replaced);
+void kvt_publication_abort(struct kvt_store *s, struct kvt_publication *p);
+
 /* Publishes the version @st under @d/@name with @meta and the client
- * xattrs @xattrs (may be NULL), as one transaction.  0: published, @out
+ * xattrs @xattrs (may be NULL), as one transaction (the three parts
+ * above in a row).  0: published, @out
  * filled, the staged file gone.  1: nothing to publish, the version is
  * being or was published by another call.  -errno: nothing changed on the
  * name, the version is open again with its bytes intact, and a later call

@@ -71,6 +71,25 @@ GHashTable *kvt_xattrs_dup(GHashTable *src)
 	return dst;
 }
 
+bool kvt_xattrs_equal(GHashTable *a, GHashTable *b)
+{
+	GHashTableIter it;
+	gpointer k, v;
+
+	if ((a ? g_hash_table_size(a) : 0) != (b ? g_hash_table_size(b) : 0))
+		return false;
+	if (!a)
+		return true;
+	g_hash_table_iter_init(&it, a);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		GBytes *w = g_hash_table_lookup(b, k);
+
+		if (!w || !g_bytes_equal(v, w))
+			return false;
+	}
+	return true;
+}
+
 void kvt_record_copy(struct kvt_record *dst, const struct kvt_record *src)
 {
 	kvt_record_clear(dst);

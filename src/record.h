@@ -24,6 +24,7 @@
  *   kind chr | kind blk               then: rdev <major>:<minor> */
 #pragma once
 #include <glib.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -56,6 +57,8 @@ void kvt_record_clear(struct kvt_record *r);
 void kvt_record_copy(struct kvt_record *dst, const struct kvt_record *src);
 GHashTable *kvt_xattrs_new(void);
 GHashTable *kvt_xattrs_dup(GHashTable *src);
+/* Same names with the same values (NULL is an empty table). */
+bool kvt_xattrs_equal(GHashTable *a, GHashTable *b);
 
 /* The file type (S_IF*) of a record's kind, and the kind of a mode; -1
  * for a type kvtierfs does not store. */

@@ -183,14 +183,52 @@ static struct kvt_inode *lock_parent_to_publish(struct kvt_fs *fs, struct kvt_in
 	return p;
 }
 
+void kvt_version_meta(struct kvt_inode *ino, struct kvt_meta *meta, GHashTable **xattrs)
+{
+	kvt_inode_lock(ino);
+	*meta = kvt_inode_meta(ino, false);
+	*xattrs = ino->rec.xattrs ? kvt_xattrs_dup(ino->rec.xattrs) : NULL;
+	kvt_inode_unlock(ino);
+}
+
+/* Makes @st's object and record before the parent is locked (publish.h):
+ * on a network file system each is a round trip, and the directory's lock,
+ * held for them, made every close in the directory (LMCache writes all its
+ * files in one) wait for the one before.  Another call publishing @st
+ * meanwhile (a close of another descriptor, a rename) is waited for, so
+ * that a close returns once its bytes are published, as it did when it
+ * waited for the directory's lock.  1: nothing left to publish. */
+static int prepare_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_stage *st,
+			    struct kvt_publication *prep)
+{
+	for (;;) {
+		struct kvt_meta meta;
+		g_autoptr(GHashTable) xattrs = NULL;
+		int ret;
+
+		kvt_version_meta(ino, &meta, &xattrs);
+		ret = kvt_publication_prepare(fs->store, st, &meta, xattrs,
+					      fs->sync ? KVT_PUBLISH_SYNC : 0, prep);
+		if (ret <= 0)
+			return ret;
+		kvt_inode_lock(ino);
+		while (kvt_stage_state(st) == KVT_STAGE_SEALED)
+			g_cond_wait_until(&ino->published, &ino->lock,
+					  g_get_monotonic_time() + G_TIME_SPAN_SECOND);
+		kvt_inode_unlock(ino);
+		/* Open again: that publication failed, and this one is tried. */
+		if (kvt_stage_state(st) != KVT_STAGE_OPEN)
+			return 1;
+	}
+}
+
 int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_stage *st)
 {
-	g_autoptr(GHashTable) xattrs = NULL;
+	struct kvt_publication prep = { 0 };
 	struct kvt_published pub;
 	struct kvt_record id;
 	struct kvt_inode *p;
 	struct kvt_dir *pd;
-	struct kvt_meta meta;
 	bool drop = false, remade = false;
 	int ret, sret = 0;
 
@@ -210,19 +248,37 @@ int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_st
 	ret = kvt_stage_prepare(st);
 	if (ret == 0 && fs->sync)
 		ret = kvt_stage_sync(st);
+	if (ret == 0)
+		ret = prepare_in_place(fs, ino, st, &prep);
+	if (ret > 0) {
+		kvt_stage_unref(st);
+		return 0;
+	}
 again:
 	p = ret < 0 ? NULL : lock_parent_to_publish(fs, ino, &pd, &ret);
 	if (!p) {
+		/* Gone, or renamed to a temp name meanwhile: its rename
+		 * publishes it. */
+		kvt_publication_abort(fs->store, &prep);
+		kvt_version_wake(ino);
 		kvt_stage_unref(st);
 		return ret;
 	}
-	kvt_inode_lock(ino);
-	meta = kvt_inode_meta(ino, false);
-	if (ino->rec.xattrs)
-		xattrs = kvt_xattrs_dup(ino->rec.xattrs);
-	kvt_inode_unlock(ino);
-	ret = kvt_store_publish(fs->store, st, pd, ino->name, &meta, xattrs,
-				fs->sync ? KVT_PUBLISH_SYNC : 0, &pub);
+	{
+		struct kvt_meta meta;
+		g_autoptr(GHashTable) xattrs = NULL;
+
+		kvt_version_meta(ino, &meta, &xattrs);
+		if (prep.st && !kvt_publication_matches(&prep, &meta, xattrs))
+			/* A chmod or setxattr since: the record is written
+			 * again. */
+			kvt_publication_abort(fs->store, &prep);
+		if (prep.st)
+			ret = kvt_publication_install(fs->store, &prep, pd, ino->name, &pub);
+		else
+			ret = kvt_store_publish(fs->store, st, pd, ino->name, &meta, xattrs,
+						fs->sync ? KVT_PUBLISH_SYNC : 0, &pub);
+	}
 	if ((ret == -ENOENT || ret == -ESTALE) && !remade && p != fs->root &&
 	    kvt_dir_gone(pd)) {
 		/* Another mount removed the directory (an evictor's rmdir of
@@ -232,7 +288,6 @@ again:
 
 		kvt_inode_unlock(p);
 		g_clear_pointer(&pd, kvt_dir_unref);
-		g_clear_pointer(&xattrs, g_hash_table_unref);
 		remade = true;
 		ret = kvt_inode_dir_remake(fs, p, &d);
 		kvt_dir_unref(d);
@@ -243,6 +298,10 @@ again:
 		drop = kvt_version_published(fs, ino, &pub, true);
 	}
 	kvt_inode_unlock(p);
+	if (ret == 0 && prep.st)
+		kvt_publication_finish(fs->store, &prep, &pub, false);
+	else
+		kvt_publication_abort(fs->store, &prep);
 	if (ret == 0 && fs->sync)
 		sret = kvt_store_sync_published(fs->store, pd, ino->name, &id);
 	kvt_dir_unref(pd);

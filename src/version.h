@@ -40,3 +40,6 @@ int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 /* The client xattrs and metadata a record of @ino gets (caller holds
  * ino->lock). */
 struct kvt_meta kvt_inode_meta(const struct kvt_inode *ino, bool set_times);
+/* What a record of @ino's version says of it as of now (takes ino->lock):
+ * its metadata, and a copy of its xattrs (NULL: none). */
+void kvt_version_meta(struct kvt_inode *ino, struct kvt_meta *meta, GHashTable **xattrs);

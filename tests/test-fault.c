@@ -53,6 +53,7 @@ static void test_parse(void)
 		"rename:EIO:p=2", "rename:EIO:p=0", "rename:EIO:1/0", "rename:EIO:foo=1",
 		"rename:EIO:name=", "rename:EIO:name=!", "seed=x,rename:EIO", "seed=3",
 		"rename:EIO:every=3x", ",", "rename:EIO,,stat:EIO", "write:EIO:max=0",
+		"link:0ms", "link:ms", "link:5s", "link:60001ms", "link:-3ms",
 	};
 	g_autofree char *summary = NULL;
 	bool all_bad = true;
@@ -130,6 +131,17 @@ static void test_when(void)
 	   !strcmp(summary, "stat:EIO:every=2: 1 faults in 3 calls\n"
 			    "stat:ENOSPC: 2 faults in 2 calls"),
 	   "the first rule that fires decides; the next one sees only the other calls");
+	{
+		gint64 t0 = g_get_monotonic_time();
+		bool good = init("link:30ms:max=2,link:EIO") && !kvt_fault(KVT_FAULT_LINK, "a") &&
+			    !kvt_fault(KVT_FAULT_LINK, "b");
+		gint64 waited = g_get_monotonic_time() - t0;
+
+		printf("# two delayed calls: %" G_GINT64_FORMAT " us\n", waited);
+		ok(good && waited >= 60000 && kvt_fault(KVT_FAULT_LINK, "c") == -EIO &&
+		   !kvt_fault(KVT_FAULT_STAT, "a"),
+		   "a delay (link:30ms) makes the call wait, then go on");
+	}
 	ok(init("any:EROFS") && kvt_fault(KVT_FAULT_MKDIR, "x") == -EROFS &&
 	   kvt_fault(KVT_FAULT_SYNC, NULL) == -EROFS, "any: every op");
 	{
@@ -347,7 +359,7 @@ int main(void)
 	g_autoptr(GError) err = NULL;
 	struct kvt_store *s;
 
-	printf("1..37\n");
+	printf("1..38\n");
 	top = dir;
 	test_parse();
 	test_when();

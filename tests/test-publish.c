@@ -1,7 +1,8 @@
 /* Unit tests of a version being written (stage.h) and of the publication
  * transaction (publish.h), without FUSE: in-order, out-of-order and
  * parallel writes, O_DIRECT and buffered; publication, dedup, replacement,
- * rollback when the record cannot be installed, a write error that sticks.
+ * rollback when the record cannot be installed, a write error that sticks;
+ * the publication in parts, prepared, installed, finished or undone.
  * Prints TAP. */
 #include <errno.h>
 #include <fcntl.h>
@@ -355,13 +356,84 @@ static void test_sync(struct kvt_store *s)
 	ok(kvt_store_sync_dir(s, names) == 0, "sync: a directory's names made durable");
 }
 
+/* The publication in parts (publish.h): prepared before a caller's
+ * locks, installed under them, finished or undone after. */
+static void test_parts(struct kvt_store *s)
+{
+	struct kvt_dir *names = kvt_store_names(s);
+	const size_t len = 256 * 1024;
+	g_autofree char *a = pattern(len, 7), *b = pattern(len, 8);
+	g_autofree char *stage_rel = g_strdup_printf("staging/%s", s->mount_id);
+	struct kvt_meta meta = { .mode = 0640, .uid = getuid(), .gid = getgid() };
+	struct kvt_publication pr, again;
+	struct kvt_published out;
+	g_autoptr(GHashTable) xattrs = kvt_xattrs_new();
+	struct kvt_stage *st;
+	int objects = count_objects(), staged;
+
+	g_hash_table_insert(xattrs, g_strdup("user.k"), g_bytes_new("v", 1));
+	ok(kvt_stage_new(s, &st) == 0 && kvt_stage_write(st, a, len, 0) == 0 &&
+	   kvt_publication_prepare(s, st, &meta, xattrs, 0, &pr) == 0,
+	   "parts: a version prepared (its object and its record made)");
+	staged = count_in(stage_rel);
+	ok(count_objects() == objects + 1 && staged == 4 && kvt_stage_state(st) == KVT_STAGE_SEALED,
+	   "the object's reference is made, the record is staged, the version sealed");
+	ok(kvt_publication_prepare(s, st, &meta, NULL, 0, &again) == 1,
+	   "a second preparation of it has nothing to do (1)");
+	{
+		struct kvt_meta m2 = meta;
+		g_autoptr(GHashTable) x2 = kvt_xattrs_dup(xattrs);
+
+		m2.mode = 0600;
+		ok(kvt_publication_matches(&pr, &meta, xattrs) &&
+		   !kvt_publication_matches(&pr, &m2, xattrs) &&
+		   !kvt_publication_matches(&pr, &meta, NULL),
+		   "it matches its metadata and xattrs, not a chmod's nor a removed xattr's");
+		g_hash_table_insert(x2, g_strdup("user.k"), g_bytes_new("w", 1));
+		ok(!kvt_publication_matches(&pr, &meta, x2), "nor an xattr's new value");
+	}
+	kvt_publication_abort(s, &pr);
+	ok(count_objects() == objects && count_in(stage_rel) == 3 &&
+	   kvt_stage_state(st) == KVT_STAGE_OPEN,
+	   "undone: no object, no staged record, the version open again");
+
+	ok(kvt_publication_prepare(s, st, &meta, xattrs, 0, &pr) == 0 &&
+	   kvt_publication_install(s, &pr, names, "parts", &out) == 0 &&
+	   kvt_stage_state(st) == KVT_STAGE_PUBLISHED && name_reads(s, "parts", a, len),
+	   "prepared again and installed: the name reads back");
+	kvt_publication_finish(s, &pr, &out, false);
+	ok(count_in(stage_rel) == 2 && count_objects() == objects + 2 && !pr.st,
+	   "finished: the staged file gone, the object anchored");
+	{
+		struct kvt_record rec;
+
+		ok(kvt_name_read(names, "parts", &rec, NULL) == 0 && rec.xattrs &&
+		   g_hash_table_contains(rec.xattrs, "user.k"), "the record holds the xattrs");
+		kvt_record_clear(&rec);
+	}
+	kvt_stage_unref(st);
+	kvt_published_clear(&out);
+
+	/* Install fails (a directory has the name): the name is untouched and
+	 * the preparation stays, for the caller to undo. */
+	ok(kvt_dir_mkdir(names, "pdir", 0755) == 0 && kvt_stage_new(s, &st) == 0 &&
+	   kvt_stage_write(st, b, len, 0) == 0 &&
+	   kvt_publication_prepare(s, st, &meta, NULL, 0, &pr) == 0 &&
+	   kvt_publication_install(s, &pr, names, "pdir", &out) == -EISDIR && pr.st &&
+	   pr.record, "an install over a directory fails (EISDIR), the preparation kept");
+	kvt_publication_abort(s, &pr);
+	ok(count_objects() == objects + 2 && count_in(stage_rel) == 3 &&
+	   kvt_stage_state(st) == KVT_STAGE_OPEN, "undone: nothing left but the open version");
+	kvt_stage_unref(st);
+}
+
 int main(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("kvt-publish-XXXXXX", NULL);
 	g_autoptr(GError) err = NULL;
 	struct kvt_store *s;
 
-	printf("1..45\n");
+	printf("1..56\n");
 	top = dir;
 	s = kvt_store_open(top, &err);
 	ok(s != NULL, "a store is created");
@@ -369,6 +441,7 @@ int main(void)
 		return 1;
 	test_stage(s);
 	test_publish(s);
+	test_parts(s);
 	test_sync(s);
 	kvt_store_close(s);
 	{

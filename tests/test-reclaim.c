@@ -453,9 +453,11 @@ int main(void)
 	ok(good, "every name reads back");
 	{
 		struct kvt_meta meta = { .mode = 0644 };
+		g_autofree char *tmp = NULL;
 		struct kvt_record old;
 
-		good = kvt_name_install(a, kvt_store_names(a), "inflight", &inflight, &meta, false, &old) == 0;
+		good = kvt_name_stage(a, &inflight, &meta, false, &tmp) == 0 &&
+		       kvt_name_place(a, tmp, kvt_store_names(a), "inflight", &old) == 0;
 		kvt_record_clear(&old);
 		kvt_stage_set_published(st);
 		kvt_stage_unref(st);
