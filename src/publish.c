@@ -68,11 +68,12 @@
  * a commit there would serialize every store; measured, it cost 85% of
  * the store rate, docs/performance.md):
  *   1. before the caller's locks, kvt_stage_sync: the staged bytes;
- *   2. in the transaction (KVT_PUBLISH_SYNC): the object's bytes if a
- *      write came after 1 or the bytes are another object's (dedup), and
- *      the record's bytes written out (sync_file_range, no commit) before
- *      it is renamed onto the name, so that the name holds the old record
- *      or the new one, never an empty file;
+ *   2. in the preparation (KVT_PUBLISH_SYNC), before the locks too: the
+ *      object's bytes if a write came after 1 or the bytes are another
+ *      object's (dedup), and the record's bytes written out
+ *      (sync_file_range, no commit) before it is renamed onto the name, so
+ *      that the name holds the old record or the new one, never an empty
+ *      file;
  *   3. after the locks, kvt_store_sync_published: the record, the fan-out
  *      directory and the directories from the record's up to names/.
  * So with -o sync a name on the disk never points at bytes that are not
