@@ -559,10 +559,6 @@ static int rename_once(struct kvt_fs *fs, fuse_ino_t parent, const char *name,
 	if (r.published && fs->sync)
 		ret = kvt_store_sync_published(fs->store, r.npd, newname, &r.id);
 
-	if (r.st) {
-		kvt_version_wake(r.src);
-		kvt_stage_unref(r.st);
-	}
 	if (drop)
 		kvt_inode_unref(fs, r.src);
 	if (r.replaced.ref[0])
@@ -572,6 +568,10 @@ static int rename_once(struct kvt_fs *fs, fuse_ino_t parent, const char *name,
 	if (unref_parent)
 		kvt_inode_unref(fs, unref_parent);
 reply:
+	if (r.st) {
+		kvt_version_wake(r.src);
+		kvt_stage_unref(r.st);
+	}
 	/* Its lower directory cannot be opened as the one it was, or is
 	 * removed under its fd. */
 	*gone = (ret == -ENOENT || ret == -ESTALE) && r.np != fs->root && r.np->is_dir &&
