@@ -1,7 +1,9 @@
 /* Directory listings: the lower directory's records and directories, and
  * the files being written here, which exist in memory only.  The listing
- * is taken once at opendir, so offsets stay stable while the directory
- * changes. */
+ * is taken at opendir, so offsets stay stable while the directory
+ * changes, and again when a reader comes back to offset 0: after a
+ * rewinddir(3), POSIX wants the names as they are then (an evictor that
+ * keeps a directory open and rewinds it would see no new block). */
 #include <errno.h>
 #include <string.h>
 
@@ -17,7 +19,9 @@ struct dir_entry {
 
 struct dir_handle {
 	struct kvt_live live;
+	GMutex lock;           /* taken first: entries, read */
 	GArray *entries;       /* struct dir_entry */
+	bool read;             /* read since the listing was taken */
 };
 
 static void dir_add(GArray *a, const char *name, unsigned char type, uint64_t ino)
@@ -55,42 +59,36 @@ static void dir_handle_free(struct kvt_fs *fs, struct kvt_live *l)
 {
 	struct dir_handle *dh = (struct dir_handle *)l;
 
-	g_array_unref(dh->entries);
+	if (dh->entries)
+		g_array_unref(dh->entries);
+	g_mutex_clear(&dh->lock);
 	g_free(dh);
 }
 
-void kvt_op_opendir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+/* The names in @dir as of now; NULL and *@ret when its lower directory
+ * cannot be listed. */
+static GArray *take_listing(struct kvt_fs *fs, struct kvt_inode *dir, int *ret)
 {
-	struct kvt_fs *fs = kvt_fs_of(req);
-	struct kvt_inode *dir = kvt_inode_of(fs, n);
 	g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
 	g_autoptr(GPtrArray) lower = NULL;
 	g_autoptr(kvt_dir) d = NULL;
-	struct dir_handle *dh;
+	GArray *entries;
 	GHashTableIter it;
 	uint64_t up;
 	gpointer k, v;
-	int ret;
 
-	if (!dir->is_dir) {
-		fuse_reply_err(req, ENOTDIR);
-		return;
-	}
-	ret = kvt_inode_dir(fs, dir, &d);
-	if (ret < 0) {
-		fuse_reply_err(req, -ret);
-		return;
-	}
-	dh = g_new0(struct dir_handle, 1);
-	dh->entries = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
-	g_array_set_clear_func(dh->entries, clear_dir_entry);
+	*ret = kvt_inode_dir(fs, dir, &d);
+	if (*ret < 0)
+		return NULL;
+	entries = g_array_new(FALSE, FALSE, sizeof(struct dir_entry));
+	g_array_set_clear_func(entries, clear_dir_entry);
 	kvt_tree_lock(fs);
 	up = dir->parent ? dir->parent->st_ino : dir->st_ino;
 	kvt_tree_unlock(fs);
-	dir_add(dh->entries, ".", DT_DIR, dir->st_ino);
-	dir_add(dh->entries, "..", DT_DIR, up);
+	dir_add(entries, ".", DT_DIR, dir->st_ino);
+	dir_add(entries, "..", DT_DIR, up);
 	kvt_inode_lock(dir);
-	lower = kvt_dir_list(d, false, &ret);
+	lower = kvt_dir_list(d, false, ret);
 	for (guint i = 0; lower && i < lower->len; i++) {
 		const struct kvt_dirent *e = lower->pdata[i];
 		struct kvt_inode *c = g_hash_table_lookup(dir->children, e->name);
@@ -99,20 +97,40 @@ void kvt_op_opendir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 			continue;
 		/* The inode number stat will give: the known inode's, else
 		 * the lower one, which an inode made from it takes. */
-		dir_add(dh->entries, e->name, entry_type(c, e->type), c ? c->st_ino : e->ino);
+		dir_add(entries, e->name, entry_type(c, e->type), c ? c->st_ino : e->ino);
 		g_hash_table_add(seen, (gpointer)e->name);
 	}
 	/* Files being written here exist only in memory so far. */
 	g_hash_table_iter_init(&it, dir->children);
 	while (lower && g_hash_table_iter_next(&it, &k, &v))
 		if (!g_hash_table_contains(seen, k) && kvt_inode_is_local(v))
-			dir_add(dh->entries, k, DT_REG, ((struct kvt_inode *)v)->st_ino);
+			dir_add(entries, k, DT_REG, ((struct kvt_inode *)v)->st_ino);
 	kvt_inode_unlock(dir);
-	if (!lower) {
-		dir_handle_free(fs, &dh->live);
+	if (!lower)
+		g_clear_pointer(&entries, g_array_unref);
+	return entries;
+}
+
+void kvt_op_opendir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
+{
+	struct kvt_fs *fs = kvt_fs_of(req);
+	struct kvt_inode *dir = kvt_inode_of(fs, n);
+	struct dir_handle *dh;
+	GArray *entries;
+	int ret;
+
+	if (!dir->is_dir) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	entries = take_listing(fs, dir, &ret);
+	if (!entries) {
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	dh = g_new0(struct dir_handle, 1);
+	g_mutex_init(&dh->lock);
+	dh->entries = entries;
 	kvt_live_add(fs, &dh->live, dir_handle_free);
 	fi->fh = (uintptr_t)dh;
 	fuse_reply_open(req, fi);
@@ -129,6 +147,21 @@ static void do_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 	g_autofree char *buf = g_malloc(size);
 	size_t used = 0;
 
+	g_mutex_lock(&dh->lock);
+	if (off == 0 && dh->read) {
+		/* A rewind: the names as they are now. */
+		int ret;
+		GArray *now = take_listing(fs, dir, &ret);
+
+		if (!now) {
+			g_mutex_unlock(&dh->lock);
+			fuse_reply_err(req, -ret);
+			return;
+		}
+		g_array_unref(dh->entries);
+		dh->entries = now;
+	}
+	dh->read = true;
 	if (plus && kvt_inode_dir(fs, dir, &d) < 0)
 		plus = false; /* gone meanwhile: names only */
 	for (guint i = off; i < dh->entries->len; i++) {
@@ -168,6 +201,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 		}
 		used += len;
 	}
+	g_mutex_unlock(&dh->lock);
 	fuse_reply_buf(req, buf, used);
 	for (guint i = 0; i < notes->len; i++)
 		kvt_notify(fs, &g_array_index(notes, struct kvt_note, i), false);

@@ -3,10 +3,11 @@
 # see them: every entry, each with its inode number (glibc's readdir hides
 # an entry whose d_ino is 0), the same number that stat gives.  The kernel
 # reads a large directory with READDIRPLUS first and plain READDIR after,
-# so both carry it.
+# so both carry it.  A directory kept open and rewound (rewinddir, as an
+# evictor walking the tree again does) lists the names as they are then.
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
-plan 14
+plan 17
 kvt_setup
 LISTDIR=$top_builddir/tests/listdir
 [ -x "$LISTDIR" ] || bail "tests/listdir is not built"
@@ -35,4 +36,30 @@ for n in 1000 10000; do
 	kvt_run rm -rf "$d"
 	ok $? "rm -rf removes the directory with its $n files"
 done
+
+# rewound: 300 names (more than one READDIR reply), then changes made
+# through the mount, then the same descriptor listed again from the start
+kvt_run mkdir "$MNT/r"
+# (a command under kvt_run runs in the background: no stdin)
+cat >"$T/rewind.py" <<-'PY'
+	import os, sys
+	d = sys.argv[1]
+	for i in range(300):
+	    open("%s/f%d" % (d, i), "w").close()
+	fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+	first = set(os.listdir(fd))
+	open(d + "/new", "w").close()
+	os.rename(d + "/f0", d + "/f0.moved")
+	os.unlink(d + "/f1")
+	os.mkdir(d + "/sub")
+	again = set(os.listdir(fd))   # rewinddir, then readdir
+	want = first - {"f0", "f1"} | {"new", "f0.moved", "sub"}
+	print(len(first), len(again), sorted(again ^ want))
+	sys.exit(0 if len(first) == 300 and again == want else 1)
+	PY
+out=$(kvt_run python3 "$T/rewind.py" "$MNT/r" 2>&1)
+ok $? "a directory rewound lists the names as they are now (300, a new file, a rename, an unlink, a mkdir): $out"
+ok_cmd "ls agrees" bash -c '[ "$(ls "$1" | wc -l)" = 301 ]' _ "$MNT/r"
+kvt_run rm -rf "$MNT/r"
+ok $? "rm -rf removes it"
 kvt_umount

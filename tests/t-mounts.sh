@@ -9,14 +9,16 @@
 # mount removed while the first one's kernel holds it is made again by a
 # store, a write in place or a mkdir in it; so is one the first mount no
 # longer holds open, and one the other mount made again is used as it is
-# now.  At the end kvtierfs-fsck finds nothing left over.
+# now.  A directory the other mount renamed over another, held open by
+# this mount's client, shows what POSIX shows of it.  At the end
+# kvtierfs-fsck finds nothing left over.
 # (The races of many writers on two mounts: t-concurrency.sh.)
 . "$(dirname "$0")/lib.sh"
 
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 
 kvt_require_root
-plan 33
+plan 39
 kvt_setup
 [ -x "$KVTIERFS_FSCK" ] || bail "kvtierfs-fsck is not built: $KVTIERFS_FSCK"
 MNT2="$T/mnt2"
@@ -148,6 +150,65 @@ mkdir -p "$MNT/q2/e" && use_dirs u3 && rm -r "$MNT2/q2" && mkdir "$MNT/q2/e/sub"
 	[ -d "$LOWER/names/q2/e/sub" ]
 ok $? "mount 2 removes q2; mount 1 makes q2/e/sub: q2 and q2/e are made again" ||
 	diag "$(grep 'made again' "$T/daemon.log" | tail -n 4)"
+
+# A directory that mount 2 renames over another, while mount 1's client
+# holds both open: mount 1 then has two inodes on the lower directory now
+# at the name (the one it knew as p/x, held open, and the one the name p/y
+# gives), and one on the removed directory.  Each shows what POSIX shows
+# of a renamed directory held open: the held x is the directory now at
+# p/y, with its files; the held y is removed and empty.  What is stored,
+# removed or renamed through one shows through the other and through
+# mount 2, with the right bytes.  (Mount 1 with its default timeouts
+# here: 1 s on a store another mount uses.)
+kvt_umount
+kvt_mount
+mkdir -p "$MNT/p/x" "$MNT/p/y" && cp "$T/a" "$MNT/p/x/f" && ls "$MNT/p/y" >/dev/null
+ok $? "mount 1 makes p/x/f and an empty p/y"
+python3 - "$MNT/p" "$MNT2/p" "$T/a" "$T/b" >"$T/over.out" 2>&1 <<-'PY'
+	import os, sys, time
+	p1, p2, A, B = sys.argv[1:]
+	a, b = open(A, "rb").read(), open(B, "rb").read()
+	x = os.open(p1 + "/x", os.O_RDONLY | os.O_DIRECTORY)
+	y = os.open(p1 + "/y", os.O_RDONLY | os.O_DIRECTORY)
+	os.rename(p2 + "/x", p2 + "/y")
+	time.sleep(1.2)  # past the 1 s that mount 1's kernel keeps names
+	def ls(d):
+	    try:
+	        return sorted(os.listdir(d))
+	    except OSError as e:
+	        return e.strerror
+	def read(path, dir_fd=None):
+	    try:
+	        with open(os.open(path, os.O_RDONLY, dir_fd=dir_fd), "rb") as f:
+	            return f.read()
+	    except OSError as e:
+	        return e.strerror
+	def check(what, good):
+	    print("check", "pass" if good else "FAIL", what)
+	check("listings: held x %s, held y %s, p/y %s, mount 2's p/y %s" %
+	      (ls(x), ls(y), ls(p1 + "/y"), ls(p2 + "/y")),
+	      ls(x) == ["f"] and ls(y) == [] and ls(p1 + "/y") == ["f"] and
+	      ls(p2 + "/y") == ["f"] and not os.path.exists(p1 + "/x"))
+	fd = os.open("h.tmp", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644, dir_fd=x)
+	os.write(fd, b)
+	os.close(fd)
+	os.rename("h.tmp", "h", src_dir_fd=x, dst_dir_fd=x)
+	check("stored through held x: p/y/h, mount 2's p/y/h and p/y/f read right",
+	      read(p1 + "/y/h") == b and read(p2 + "/y/h") == b and read(p1 + "/y/f") == a and
+	      read("h", x) == b and read("f", y) == "No such file or directory")
+	os.unlink(p1 + "/y/h")
+	os.rename("f", "f2", src_dir_fd=x, dst_dir_fd=x)
+	time.sleep(1.2)
+	check("p/y/h removed by its path, f renamed to f2 through held x: held x %s, p/y %s, "
+	      "mount 2's p/y %s" % (ls(x), ls(p1 + "/y"), ls(p2 + "/y")),
+	      read("h", x) == "No such file or directory" and ls(x) == ["f2"] and
+	      ls(p1 + "/y") == ["f2"] and ls(p2 + "/y") == ["f2"] and read(p2 + "/y/f2") == a)
+	PY
+for i in 1 2 3; do
+	line=$(grep '^check ' "$T/over.out" | sed -n "${i}p")
+	[ "${line#check pass}" != "$line" ]
+	ok $? "mount 2 renamed p/x over p/y: ${line#check * }" || diag_file "$T/over.out" 20
+done
 
 kvt_stop "$MNT2" "$pid2"
 kvt_umount
