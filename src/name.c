@@ -135,7 +135,7 @@ int kvt_name_peek(struct kvt_dir *d, const char *name, struct kvt_record *rec)
 }
 
 int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
-		   const struct kvt_meta *meta, bool sync, char **name_out)
+		   const struct kvt_meta *meta, bool sync, char **name_out, ino_t *ino)
 {
 	g_autoptr(GString) body = kvt_record_encode(rec);
 	struct timespec ts[2] = { meta->atime, meta->mtime };
@@ -194,6 +194,8 @@ int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
 		return ret;
 	}
 	*name_out = g_steal_pointer(&name);
+	if (ino)
+		*ino = st.st_ino;
 	return 0;
 }
 
@@ -219,10 +221,13 @@ static int renamed_unless_stale(struct kvt_store *s, const char *tmp, int ret)
 
 /* Puts the file staged at @tmp at @d/@name if nothing is there (-EEXIST
  * if something is).  On failure @tmp stays. */
-static int place_new(struct kvt_store *s, const char *tmp, struct kvt_dir *d, const char *name)
+static int place_new(struct kvt_store *s, const char *tmp, struct kvt_dir *d, const char *name,
+		     bool *tmp_left)
 {
 	int ret;
 
+	if (tmp_left)
+		*tmp_left = false;
 	if (!__atomic_load_n(&s->no_noreplace, __ATOMIC_RELAXED)) {
 		ret = kvt_dir_rename(s->stage, tmp, d, name, RENAME_NOREPLACE);
 		ret = renamed_unless_stale(s, tmp, ret);
@@ -233,7 +238,9 @@ static int place_new(struct kvt_store *s, const char *tmp, struct kvt_dir *d, co
 	/* No renameat2 flags here (NFS, GlusterFS): a link refuses an
 	 * existing name as atomically. */
 	ret = kvt_dir_link(s->stage, tmp, d, name);
-	if (ret == 0)
+	if (ret == 0 && tmp_left)
+		*tmp_left = true;
+	else if (ret == 0)
 		kvt_dir_unlink(s->stage, tmp);
 	return ret;
 }
@@ -266,14 +273,14 @@ static bool no_exchange(struct kvt_store *s)
 }
 
 int kvt_name_place(struct kvt_store *s, const char *tmp, struct kvt_dir *d,
-		   const char *name, struct kvt_record *old)
+		   const char *name, struct kvt_record *old, bool *tmp_left)
 {
 	struct stat st;
 	int ret;
 
 	kvt_record_init(old);
 	for (int attempt = 0; attempt < 16; attempt++) {
-		ret = place_new(s, tmp, d, name);
+		ret = place_new(s, tmp, d, name, tmp_left);
 		if (ret == -ESTALE)
 			continue; /* the name changed as we looked: again */
 		if (ret != -EEXIST)
@@ -328,10 +335,10 @@ int kvt_name_create(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		    const struct kvt_record *rec, const struct kvt_meta *meta)
 {
 	g_autofree char *tmp = NULL;
-	int ret = kvt_name_stage(s, rec, meta, false, &tmp);
+	int ret = kvt_name_stage(s, rec, meta, false, &tmp, NULL);
 
 	if (ret == 0)
-		ret = place_new(s, tmp, d, name);
+		ret = place_new(s, tmp, d, name, NULL);
 	if (ret < 0 && tmp)
 		kvt_dir_unlink(s->stage, tmp);
 	return ret;
@@ -388,11 +395,9 @@ int kvt_name_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 	int ret;
 
 	memset(rec_st, 0, sizeof(*rec_st));
-	ret = kvt_name_stage(s, rec, meta, false, &tmp);
+	ret = kvt_name_stage(s, rec, meta, false, &tmp, &st.st_ino);
 	if (ret < 0)
 		return ret;
-	if (kvt_dir_stat(s->stage, tmp, &st) < 0)
-		st.st_ino = 0;
 	if (no_exchange(s))
 		return rewrite_held(s, tmp, &st, d, name, rec, rec_st);
 	/* Taking the record off the name is the one atomic step that tells
@@ -408,11 +413,11 @@ int kvt_name_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		/* Another mount's version: back it goes, unless a newer one
 		 * took the name meanwhile. */
 		kvt_dir_unlink(s->stage, tmp);
-		if (place_new(s, taken, d, name) < 0)
+		if (place_new(s, taken, d, name, NULL) < 0)
 			drop_staged(s, taken);
 		return -ESTALE;
 	}
-	ret = place_new(s, tmp, d, name);
+	ret = place_new(s, tmp, d, name, NULL);
 	if (ret == 0) {
 		kvt_dir_unlink(s->stage, taken);
 		if (kvt_dir_stat(d, name, rec_st) < 0 || rec_st->st_ino != st.st_ino)
@@ -427,7 +432,7 @@ int kvt_name_rewrite(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		return 0;
 	}
 	/* The old record back, unless a publication took the name. */
-	if (place_new(s, taken, d, name) < 0)
+	if (place_new(s, taken, d, name, NULL) < 0)
 		drop_staged(s, taken);
 	return ret;
 }
@@ -513,10 +518,10 @@ static int rename_marked(struct kvt_store *s, struct kvt_dir *from, const char *
 	ret = take_record(s, from, fname, tmp);
 	if (ret < 0)
 		return ret;
-	ret = kvt_name_place(s, tmp, to, tname, replaced);
+	ret = kvt_name_place(s, tmp, to, tname, replaced, NULL);
 	/* Failed: back to its name, unless another mount published a newer
 	 * version there meanwhile, which replaced it. */
-	if (ret < 0 && place_new(s, tmp, from, fname) < 0)
+	if (ret < 0 && place_new(s, tmp, from, fname, NULL) < 0)
 		drop_staged(s, tmp);
 	return ret;
 }
@@ -598,7 +603,7 @@ static int purge_taken(struct kvt_store *s, struct kvt_dir *d, const char *name,
 		ret = kvt_dir_rename(d, name, s->stage, tmp, 0);
 	if (ret == 0) {
 		other = other_version(&now, kvt_name_read(s->stage, tmp, &now, NULL) == 0, rec);
-		if (!other || place_new(s, tmp, d, name) < 0) {
+		if (!other || place_new(s, tmp, d, name, NULL) < 0) {
 			if (other && now.ref[0]) /* superseded again meanwhile */
 				kvt_object_release(s, &now);
 			kvt_dir_unlink(s->stage, tmp);

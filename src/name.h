@@ -52,18 +52,21 @@ int kvt_name_lookup(struct kvt_store *s, struct kvt_dir *d, const char *name, bo
  * allowed: for a walk of every record. */
 int kvt_name_peek(struct kvt_dir *d, const char *name, struct kvt_record *rec);
 
-/* Writes @rec with @meta to a new file in staging, its name in *@tmp,
- * for kvt_name_place.  With @sync the record's bytes are written out (not
- * committed), so that on a journaling file system a power cut leaves the
- * name with the old record or the new one, never an empty one. */
+/* Writes @rec with @meta to a new file in staging, its name in *@tmp and
+ * its inode number in *@ino (may be NULL), for kvt_name_place.  With @sync
+ * the record's bytes are written out (not committed), so that on a
+ * journaling file system a power cut leaves the name with the old record
+ * or the new one, never an empty one. */
 int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
-		   const struct kvt_meta *meta, bool sync, char **tmp);
+		   const struct kvt_meta *meta, bool sync, char **tmp, ino_t *ino);
 /* Atomically puts the record staged at @tmp at @d/@name.  A record it
  * replaced is returned in @old (old->ref[0] != 0), whose object the
  * caller releases or keeps.  On failure @tmp stays, the caller's to
- * remove. */
+ * remove.  *@tmp_left (may be NULL: then it is done here) says that @tmp
+ * still names the record too, for the caller to remove once it holds no
+ * lock (a link made the name, where rename flags are refused). */
 int kvt_name_place(struct kvt_store *s, const char *tmp, struct kvt_dir *d,
-		   const char *name, struct kvt_record *old);
+		   const char *name, struct kvt_record *old, bool *tmp_left);
 /* Replaces the record at @d/@name by @rec (the same object: new xattrs or
  * metadata) if it is still @rec's version, else -ESTALE, and leaves
  * another mount's version there.  The record is taken off the name, then

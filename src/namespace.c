@@ -550,10 +550,12 @@ static int rename_once(struct kvt_fs *fs, fuse_ino_t parent, const char *name,
 		drop = kvt_version_published(fs, r.src, &r.pub, false);
 	unlock_two(r.p, r.np);
 	kvt_tree_unlock(fs);
-	if (r.prep.st && r.published)
-		kvt_publication_finish(fs->store, &r.prep, &r.pub, true);
-	else
+	if (r.prep.st && r.published) {
+		kvt_publication_finish(fs->store, &r.prep, r.npd, newname, &r.pub, true);
+		kvt_version_settle(r.src, &r.pub);
+	} else {
 		kvt_publication_abort(fs->store, &r.prep);
+	}
 	/* Published, but not durable: the rename fails, as a failed fsync
 	 * would say. */
 	if (r.published && fs->sync)

@@ -137,7 +137,7 @@ int kvt_publication_prepare(struct kvt_store *s, struct kvt_stage *st,
 		p->rec.xattrs = kvt_xattrs_dup(xattrs);
 	}
 	if (ret == 0)
-		ret = kvt_name_stage(s, &p->rec, meta, p->sync, &p->record);
+		ret = kvt_name_stage(s, &p->rec, meta, p->sync, &p->record, &p->record_ino);
 	if (ret < 0) {
 		kvt_object_unmake(s, &p->rec, p->dedup);
 		goto reopen;
@@ -169,10 +169,11 @@ int kvt_publication_install(struct kvt_store *s, struct kvt_publication *p,
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	ret = kvt_name_place(s, p->record, d, name, &old);
+	ret = kvt_name_place(s, p->record, d, name, &old, &p->record_left);
 	if (ret < 0)
 		return ret;
-	g_clear_pointer(&p->record, g_free);
+	if (!p->record_left)
+		g_clear_pointer(&p->record, g_free);
 	kvt_stage_set_published(p->st);
 	kvt_record_copy(&out->rec, &p->rec);
 	out->dedup = p->dedup;
@@ -182,12 +183,9 @@ int kvt_publication_install(struct kvt_store *s, struct kvt_publication *p,
 		out->replaced = old;
 	else
 		kvt_record_clear(&old);
-	/* The record's identity, for a later resolve to know it unchanged.
-	 * The object's is taken when it is next resolved or opened: not
-	 * here, where on a network file system it is a round trip more per
-	 * store. */
-	if (kvt_dir_stat(d, name, &out->rec_st) < 0)
-		memset(&out->rec_st, 0, sizeof(out->rec_st));
+	/* What the name shows of the record is looked at once the caller's
+	 * locks are let go (kvt_publication_finish). */
+	out->rec_ino = p->record_ino;
 	if (kvt_log_debug_on()) {
 		g_autofree char *path = kvt_name_path(s, d, name);
 		g_autofree char *obj = kvt_object_path(&p->rec);
@@ -207,8 +205,17 @@ static void publication_clear(struct kvt_publication *p)
 }
 
 void kvt_publication_finish(struct kvt_store *s, struct kvt_publication *p,
-			    struct kvt_published *out, bool keep_replaced)
+			    struct kvt_dir *d, const char *name, struct kvt_published *out,
+			    bool keep_replaced)
 {
+	if (p->record_left)
+		kvt_dir_unlink(s->stage, p->record);
+	/* The record's identity, for a later resolve to know it unchanged
+	 * (after the unlink above, which changes its ctime).  The object's
+	 * is taken when it is next resolved or opened: not here, where on a
+	 * network file system it is a round trip more per store. */
+	if (kvt_dir_stat(d, name, &out->rec_st) < 0 || out->rec_st.st_ino != p->record_ino)
+		memset(&out->rec_st, 0, sizeof(out->rec_st));
 	kvt_dir_unlink(s->stage, p->st->name);
 	if (!p->dedup)
 		kvt_object_anchor(s, &p->rec);
@@ -245,7 +252,7 @@ int kvt_store_publish(struct kvt_store *s, struct kvt_stage *st, struct kvt_dir 
 		kvt_publication_abort(s, &p);
 		return ret;
 	}
-	kvt_publication_finish(s, &p, out, flags & KVT_PUBLISH_KEEP_REPLACED);
+	kvt_publication_finish(s, &p, d, name, out, flags & KVT_PUBLISH_KEEP_REPLACED);
 	return 0;
 }
 

@@ -25,7 +25,8 @@ enum {
 
 struct kvt_published {
 	struct kvt_record rec;      /* what the name holds now, xattrs included */
-	struct stat rec_st;         /* the record file */
+	ino_t rec_ino;              /* the record file's inode number */
+	struct stat rec_st;         /* the record file at the name (finish) */
 	struct kvt_record replaced; /* KVT_PUBLISH_KEEP_REPLACED only */
 	bool dedup;                 /* the bytes were stored already */
 };
@@ -50,6 +51,8 @@ struct kvt_publication {
 	struct kvt_meta meta;       /* the record file's */
 	GHashTable *xattrs;         /* the ones asked for (NULL: none) */
 	char *record;               /* the record staged, until installed */
+	ino_t record_ino;           /* its inode number */
+	bool record_left;           /* installed, and still named in staging */
 	uint64_t size;
 	bool dedup, sync;
 };
@@ -64,14 +67,19 @@ int kvt_publication_prepare(struct kvt_store *s, struct kvt_stage *st,
 bool kvt_publication_matches(const struct kvt_publication *p, const struct kvt_meta *meta,
 			     GHashTable *xattrs);
 /* Puts the prepared record at @d/@name.  0: published, @out filled, the
- * record it replaced (if any) in out->replaced; -errno: nothing changed
- * on the name, @p still prepared. */
+ * record it replaced (if any) in out->replaced; out->rec_ino says the
+ * record file (what the name shows of it, out->rec_st, is looked at by
+ * kvt_publication_finish).  -errno: nothing changed on the name, @p still
+ * prepared. */
 int kvt_publication_install(struct kvt_store *s, struct kvt_publication *p,
 			    struct kvt_dir *d, const char *name, struct kvt_published *out);
 /* After the install: the staged file goes, the object gets its anchor,
- * and unless @keep_replaced the replaced record's object goes. */
+ * and unless @keep_replaced the replaced record's object goes.  Then
+ * out->rec_st gets the record file as it is at @d/@name, or st_ino 0 if
+ * another record is there now. */
 void kvt_publication_finish(struct kvt_store *s, struct kvt_publication *p,
-			    struct kvt_published *out, bool keep_replaced);
+			    struct kvt_dir *d, const char *name, struct kvt_published *out,
+			    bool keep_replaced);
 void kvt_publication_abort(struct kvt_store *s, struct kvt_publication *p);
 
 /* Publishes the version @st under @d/@name with @meta and the client

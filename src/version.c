@@ -161,11 +161,35 @@ bool kvt_version_published(struct kvt_fs *fs, struct kvt_inode *ino,
 		g_clear_pointer(&ino->stage, kvt_stage_unref);
 		drop = true;
 	}
-	rst = pub->rec_st.st_ino ? pub->rec_st : ino->meta;
+	if (pub->rec_st.st_ino) {
+		rst = pub->rec_st;
+	} else {
+		/* Until kvt_version_settle: the number is the record's, the
+		 * rest what the file showed. */
+		rst = ino->meta;
+		rst.st_ino = pub->rec_ino;
+	}
 	rst.st_mode = S_IFREG | (ino->meta.st_mode & 07777);
 	kvt_inode_take_record(ino, &pub->rec, &rst, NULL);
 	kvt_inode_unlock(ino);
 	return drop;
+}
+
+void kvt_version_settle(struct kvt_inode *ino, const struct kvt_published *pub)
+{
+	if (!pub->rec_st.st_ino)
+		return;
+	kvt_inode_lock(ino);
+	/* Unless the inode took another record since. */
+	if (ino->has_record && ino->rec_ino == pub->rec_st.st_ino &&
+	    !strcmp(ino->rec.ref, pub->rec.ref)) {
+		struct stat rst = pub->rec_st;
+
+		rst.st_mode = S_IFREG | (ino->meta.st_mode & 07777);
+		ino->meta = rst;
+		ino->rec_ctime = rst.st_ctim;
+	}
+	kvt_inode_unlock(ino);
 }
 
 /* Locks @ino's parent, unless @ino is gone or has a temp name (published
@@ -224,6 +248,7 @@ static int prepare_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt
 
 int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_stage *st)
 {
+	g_autofree char *name = NULL;
 	struct kvt_publication prep = { 0 };
 	struct kvt_published pub;
 	struct kvt_record id;
@@ -296,14 +321,19 @@ again:
 	if (ret == 0) {
 		kvt_record_id(&id, &pub.rec);
 		drop = kvt_version_published(fs, ino, &pub, true);
+		/* For the steps after the lock, under which a rename may
+		 * change the name. */
+		name = g_strdup(ino->name);
 	}
 	kvt_inode_unlock(p);
-	if (ret == 0 && prep.st)
-		kvt_publication_finish(fs->store, &prep, &pub, false);
-	else
+	if (ret == 0 && prep.st) {
+		kvt_publication_finish(fs->store, &prep, pd, name, &pub, false);
+		kvt_version_settle(ino, &pub);
+	} else {
 		kvt_publication_abort(fs->store, &prep);
+	}
 	if (ret == 0 && fs->sync)
-		sret = kvt_store_sync_published(fs->store, pd, ino->name, &id);
+		sret = kvt_store_sync_published(fs->store, pd, name, &id);
 	kvt_dir_unref(pd);
 	kvt_version_wake(ino);
 	kvt_stage_unref(st);

@@ -32,6 +32,9 @@ int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_st
  * pending reference, once it holds no lock. */
 bool kvt_version_published(struct kvt_fs *fs, struct kvt_inode *ino,
 			   struct kvt_published *pub, bool in_place);
+/* After kvt_publication_finish: @ino shows the record file as the name
+ * shows it, if it still shows that record (takes ino->lock). */
+void kvt_version_settle(struct kvt_inode *ino, const struct kvt_published *pub);
 /* Wakes writers waiting for a publication of @ino to end. */
 void kvt_version_wake(struct kvt_inode *ino);
 /* A new size: truncate by path (@wstage NULL) or through a handle. */

@@ -401,9 +401,19 @@ static void test_parts(struct kvt_store *s)
 	   kvt_publication_install(s, &pr, names, "parts", &out) == 0 &&
 	   kvt_stage_state(st) == KVT_STAGE_PUBLISHED && name_reads(s, "parts", a, len),
 	   "prepared again and installed: the name reads back");
-	kvt_publication_finish(s, &pr, &out, false);
-	ok(count_in(stage_rel) == 2 && count_objects() == objects + 2 && !pr.st,
-	   "finished: the staged file gone, the object anchored");
+	{
+		ino_t rec_ino = out.rec_ino;
+		g_autofree char *path = g_build_filename(top, "names", "parts", NULL);
+		struct stat rst;
+
+		kvt_publication_finish(s, &pr, names, "parts", &out, false);
+		ok(count_in(stage_rel) == 2 && count_objects() == objects + 2 && !pr.st,
+		   "finished: the staged file and record names gone, the object anchored");
+		ok(rec_ino && stat(path, &rst) == 0 && rst.st_ino == rec_ino &&
+		   out.rec_st.st_ino == rec_ino && out.rec_st.st_ctim.tv_sec == rst.st_ctim.tv_sec &&
+		   out.rec_st.st_ctim.tv_nsec == rst.st_ctim.tv_nsec,
+		   "the install says the record's number, the finish what the name shows of it");
+	}
 	{
 		struct kvt_record rec;
 
@@ -411,6 +421,21 @@ static void test_parts(struct kvt_store *s)
 		   g_hash_table_contains(rec.xattrs, "user.k"), "the record holds the xattrs");
 		kvt_record_clear(&rec);
 	}
+	kvt_stage_unref(st);
+	kvt_published_clear(&out);
+
+	/* Where rename flags are refused (GlusterFS, NFS), a link makes the
+	 * name, and the staged name of the record goes after the locks. */
+	s->no_noreplace = true;
+	ok(kvt_stage_new(s, &st) == 0 && kvt_stage_write(st, b, len, 0) == 0 &&
+	   kvt_publication_prepare(s, st, &meta, NULL, 0, &pr) == 0 &&
+	   kvt_publication_install(s, &pr, names, "linked", &out) == 0 && pr.record_left &&
+	   count_in(stage_rel) == 4 && name_reads(s, "linked", b, len),
+	   "no RENAME_NOREPLACE: a link makes the name, the record's staged name stays meanwhile");
+	kvt_publication_finish(s, &pr, names, "linked", &out, false);
+	ok(count_in(stage_rel) == 2 && out.rec_st.st_ino && out.rec_st.st_nlink == 1,
+	   "and goes at the finish: the record has one link, at the name");
+	s->no_noreplace = false;
 	kvt_stage_unref(st);
 	kvt_published_clear(&out);
 
@@ -422,7 +447,7 @@ static void test_parts(struct kvt_store *s)
 	   kvt_publication_install(s, &pr, names, "pdir", &out) == -EISDIR && pr.st &&
 	   pr.record, "an install over a directory fails (EISDIR), the preparation kept");
 	kvt_publication_abort(s, &pr);
-	ok(count_objects() == objects + 2 && count_in(stage_rel) == 3 &&
+	ok(count_objects() == objects + 4 && count_in(stage_rel) == 3 &&
 	   kvt_stage_state(st) == KVT_STAGE_OPEN, "undone: nothing left but the open version");
 	kvt_stage_unref(st);
 }
@@ -433,7 +458,7 @@ int main(void)
 	g_autoptr(GError) err = NULL;
 	struct kvt_store *s;
 
-	printf("1..56\n");
+	printf("1..59\n");
 	top = dir;
 	s = kvt_store_open(top, &err);
 	ok(s != NULL, "a store is created");

@@ -456,8 +456,8 @@ int main(void)
 		g_autofree char *tmp = NULL;
 		struct kvt_record old;
 
-		good = kvt_name_stage(a, &inflight, &meta, false, &tmp) == 0 &&
-		       kvt_name_place(a, tmp, kvt_store_names(a), "inflight", &old) == 0;
+		good = kvt_name_stage(a, &inflight, &meta, false, &tmp, NULL) == 0 &&
+		       kvt_name_place(a, tmp, kvt_store_names(a), "inflight", &old, NULL) == 0;
 		kvt_record_clear(&old);
 		kvt_stage_set_published(st);
 		kvt_stage_unref(st);
