@@ -11,6 +11,10 @@
  *   4. the staged file goes; then new bytes get their anchor, a link
  *      reference -> anchor (object.h says why not earlier); and the
  *      replaced record's reference goes.
+ * Steps 1-2 and the record of 3 are made before the caller's locks
+ * (kvt_publication_prepare), 3 under them (kvt_publication_install), 4
+ * after (kvt_publication_finish): on a network file system each step is a
+ * round trip, and the locks are held for one.
  * If 3 fails (ENOSPC for the record), the reference of 2 goes again and
  * the version is open again with its bytes intact: the rename or close
  * that asked fails, and a retry publishes the same bytes.
