@@ -25,31 +25,10 @@
 		}                                                           \
 	} while (0)
 
-static bool xattrs_equal(GHashTable *a, GHashTable *b)
-{
-	GHashTableIter it;
-	gpointer k, v;
-	guint na = a ? g_hash_table_size(a) : 0;
-	guint nb = b ? g_hash_table_size(b) : 0;
-
-	if (na != nb)
-		return false;
-	if (na == 0)
-		return true;
-	g_hash_table_iter_init(&it, a);
-	while (g_hash_table_iter_next(&it, &k, &v)) {
-		GBytes *w = g_hash_table_lookup(b, k);
-
-		if (!w || !g_bytes_equal(v, w))
-			return false;
-	}
-	return true;
-}
-
 static bool records_equal(const struct kvt_record *a, const struct kvt_record *b)
 {
 	return kvt_hash_equal(&a->hash, &b->hash) && a->size == b->size &&
-	       !strcmp(a->ref, b->ref) && xattrs_equal(a->xattrs, b->xattrs);
+	       !strcmp(a->ref, b->ref) && kvt_xattrs_equal(a->xattrs, b->xattrs);
 }
 
 static bool is_empty(const struct kvt_record *r)
