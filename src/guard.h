@@ -28,8 +28,8 @@ struct kvt_guard;
 
 /* Starts the guard of the connection mounted on @mnt (an absolute path),
  * from the thread whose exit means the daemon's death (the main one),
- * after fuse_set_signal_handlers; one guard per process.  NULL, with *@why set, if the
- * connection cannot be aborted from here: no fusectl
+ * after fuse_set_signal_handlers; one guard per process.  NULL, with
+ * *@why set, if the connection cannot be aborted from here: no fusectl
  * (/sys/fs/fuse/connections) and not root to mount one of its own. */
 struct kvt_guard *kvt_guard_start(const char *mnt, int *why);
 /* Stops the guard, once the stop got past what may wait on a client

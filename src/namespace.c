@@ -351,16 +351,12 @@ struct rename {
  * of one directory, so nothing else takes the version meanwhile. */
 static int rename_prepare(struct kvt_fs *fs, struct rename *r)
 {
-	struct kvt_meta meta;
-	g_autoptr(GHashTable) xattrs = NULL;
 	int ret;
 
 	if (!kvt_is_tmp_name(fs, r->name) || (r->flags & RENAME_NOREPLACE) ||
 	    !kvt_inode_is_local(r->src))
 		return 0;
-	kvt_version_meta(r->src, &meta, &xattrs);
-	ret = kvt_publication_prepare(fs->store, r->st, &meta, xattrs,
-				      fs->sync ? KVT_PUBLISH_SYNC : 0, &r->prep);
+	ret = kvt_version_prepare(fs, r->src, r->st, &r->prep);
 	/* 1: nothing to publish; the locked half finds out what is. */
 	return ret < 0 ? ret : 0;
 }
@@ -396,22 +392,8 @@ static int rename_lower(struct kvt_fs *fs, struct rename *r)
 	if (r->st) {
 		/* Renaming a finished temp file to its final name is the
 		 * moment of publication. */
-		struct kvt_meta meta;
-		g_autoptr(GHashTable) xattrs = NULL;
-
-		kvt_version_meta(r->src, &meta, &xattrs);
-		if (r->prep.st && !kvt_publication_matches(&r->prep, &meta, xattrs))
-			/* A chmod (or setxattr) through an open descriptor
-			 * since the record was written: written again. */
-			kvt_publication_abort(fs->store, &r->prep);
-		if (r->prep.st) {
-			ret = kvt_publication_install(fs->store, &r->prep, r->npd, r->newname,
-						      &r->pub);
-		} else {
-			ret = kvt_store_publish(fs->store, r->st, r->npd, r->newname, &meta,
-						xattrs, KVT_PUBLISH_KEEP_REPLACED |
-						(fs->sync ? KVT_PUBLISH_SYNC : 0), &r->pub);
-		}
+		ret = kvt_version_install(fs, r->src, r->st, &r->prep, r->npd, r->newname,
+					  KVT_PUBLISH_KEEP_REPLACED, &r->pub);
 		if (ret < 0)
 			return ret;
 		if (ret == 0) {

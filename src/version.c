@@ -207,12 +207,43 @@ static struct kvt_inode *lock_parent_to_publish(struct kvt_fs *fs, struct kvt_in
 	return p;
 }
 
-void kvt_version_meta(struct kvt_inode *ino, struct kvt_meta *meta, GHashTable **xattrs)
+/* What a record of @ino's version says of it as of now: its metadata,
+ * and a copy of its xattrs (NULL: none). */
+static void version_meta(struct kvt_inode *ino, struct kvt_meta *meta, GHashTable **xattrs)
 {
 	kvt_inode_lock(ino);
 	*meta = kvt_inode_meta(ino, false);
 	*xattrs = ino->rec.xattrs ? kvt_xattrs_dup(ino->rec.xattrs) : NULL;
 	kvt_inode_unlock(ino);
+}
+
+int kvt_version_prepare(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_stage *st,
+			struct kvt_publication *prep)
+{
+	struct kvt_meta meta;
+	g_autoptr(GHashTable) xattrs = NULL;
+
+	version_meta(ino, &meta, &xattrs);
+	return kvt_publication_prepare(fs->store, st, &meta, xattrs,
+				       fs->sync ? KVT_PUBLISH_SYNC : 0, prep);
+}
+
+int kvt_version_install(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_stage *st,
+			struct kvt_publication *prep, struct kvt_dir *d, const char *name,
+			unsigned int flags, struct kvt_published *out)
+{
+	struct kvt_meta meta;
+	g_autoptr(GHashTable) xattrs = NULL;
+
+	version_meta(ino, &meta, &xattrs);
+	if (prep->st && !kvt_publication_matches(prep, &meta, xattrs))
+		/* A chmod or setxattr through an open descriptor since the
+		 * record was written: it is written again. */
+		kvt_publication_abort(fs->store, prep);
+	if (prep->st)
+		return kvt_publication_install(fs->store, prep, d, name, out);
+	return kvt_store_publish(fs->store, st, d, name, &meta, xattrs,
+				 flags | (fs->sync ? KVT_PUBLISH_SYNC : 0), out);
 }
 
 /* Makes @st's object and record before the parent is locked (publish.h):
@@ -226,13 +257,8 @@ static int prepare_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt
 			    struct kvt_publication *prep)
 {
 	for (;;) {
-		struct kvt_meta meta;
-		g_autoptr(GHashTable) xattrs = NULL;
-		int ret;
+		int ret = kvt_version_prepare(fs, ino, st, prep);
 
-		kvt_version_meta(ino, &meta, &xattrs);
-		ret = kvt_publication_prepare(fs->store, st, &meta, xattrs,
-					      fs->sync ? KVT_PUBLISH_SYNC : 0, prep);
 		if (ret <= 0)
 			return ret;
 		kvt_inode_lock(ino);
@@ -289,21 +315,7 @@ again:
 		kvt_stage_unref(st);
 		return ret;
 	}
-	{
-		struct kvt_meta meta;
-		g_autoptr(GHashTable) xattrs = NULL;
-
-		kvt_version_meta(ino, &meta, &xattrs);
-		if (prep.st && !kvt_publication_matches(&prep, &meta, xattrs))
-			/* A chmod or setxattr since: the record is written
-			 * again. */
-			kvt_publication_abort(fs->store, &prep);
-		if (prep.st)
-			ret = kvt_publication_install(fs->store, &prep, pd, ino->name, &pub);
-		else
-			ret = kvt_store_publish(fs->store, st, pd, ino->name, &meta, xattrs,
-						fs->sync ? KVT_PUBLISH_SYNC : 0, &pub);
-	}
+	ret = kvt_version_install(fs, ino, st, &prep, pd, ino->name, 0, &pub);
 	if ((ret == -ENOENT || ret == -ESTALE) && !remade && p != fs->root &&
 	    kvt_dir_gone(pd)) {
 		/* Another mount removed the directory (an evictor's rmdir of

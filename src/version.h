@@ -32,6 +32,15 @@ int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_st
  * pending reference, once it holds no lock. */
 bool kvt_version_published(struct kvt_fs *fs, struct kvt_inode *ino,
 			   struct kvt_published *pub, bool in_place);
+/* kvt_publication_prepare of @st with what @ino's record says now. */
+int kvt_version_prepare(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_stage *st,
+			struct kvt_publication *prep);
+/* Under the caller's locks: installs @prep at @d/@name (publish.h), or,
+ * if nothing was prepared or @ino's metadata changed since, publishes @st
+ * there whole (kvt_store_publish with @flags). */
+int kvt_version_install(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_stage *st,
+			struct kvt_publication *prep, struct kvt_dir *d, const char *name,
+			unsigned int flags, struct kvt_published *out);
 /* After kvt_publication_finish: @ino shows the record file as the name
  * shows it, if it still shows that record (takes ino->lock). */
 void kvt_version_settle(struct kvt_inode *ino, const struct kvt_published *pub);
@@ -43,6 +52,3 @@ int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 /* The client xattrs and metadata a record of @ino gets (caller holds
  * ino->lock). */
 struct kvt_meta kvt_inode_meta(const struct kvt_inode *ino, bool set_times);
-/* What a record of @ino's version says of it as of now (takes ino->lock):
- * its metadata, and a copy of its xattrs (NULL: none). */
-void kvt_version_meta(struct kvt_inode *ino, struct kvt_meta *meta, GHashTable **xattrs);
