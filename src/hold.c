@@ -32,14 +32,42 @@ static int lock_until(int fd, gint64 until)
  * caller's to handle. */
 #define HOLD_STALE_TRIES 8
 
-int kvt_hold_record(struct kvt_dir *d, const char *name, struct stat *st)
+/* The file at @d/@name opened (through @aside/@alias, a link made of
+ * it, when @aside is given). */
+static int open_held(struct kvt_dir *d, const char *name, struct kvt_dir *aside,
+		     const char *alias, int flags, struct stat *st)
+{
+	int ret;
+
+	if (!aside)
+		return kvt_dir_open_file(d, name, flags, 0, st);
+	ret = kvt_dir_link(d, name, aside, alias);
+	if (ret < 0)
+		/* EPERM: a directory, which no link takes. */
+		return ret == -EPERM ? -EBADMSG : ret;
+	ret = kvt_dir_open_file(aside, alias, flags, 0, st);
+	if (ret < 0)
+		kvt_dir_unlink(aside, alias);
+	return ret;
+}
+
+/* Lets go of what open_held opened. */
+static void close_held(int fd, struct kvt_dir *aside, const char *alias)
+{
+	close(fd);
+	if (aside)
+		kvt_dir_unlink(aside, alias);
+}
+
+int kvt_hold_record(struct kvt_dir *d, const char *name, struct kvt_dir *aside,
+		    const char *alias, struct stat *st)
 {
 	gint64 until = g_get_monotonic_time() + KVT_HOLD_PATIENCE_US;
 	int stale = 0;
 
 	for (;;) {
 		struct stat now;
-		int fd = kvt_dir_open_file(d, name, O_RDONLY, 0, st);
+		int fd = open_held(d, name, aside, alias, O_RDONLY, st);
 		int ret;
 
 		/* ESTALE: another mount changed the name as we looked at it
@@ -52,8 +80,8 @@ int kvt_hold_record(struct kvt_dir *d, const char *name, struct stat *st)
 		if (ret == -EBADF) {
 			/* NFS makes flock a lock of the whole file, which
 			 * wants a file opened for writing to be exclusive. */
-			close(fd);
-			fd = kvt_dir_open_file(d, name, O_RDWR, 0, st);
+			close_held(fd, aside, alias);
+			fd = open_held(d, name, aside, alias, O_RDWR, st);
 			if (fd < 0)
 				return fd;
 			ret = lock_until(fd, until);
@@ -62,7 +90,7 @@ int kvt_hold_record(struct kvt_dir *d, const char *name, struct stat *st)
 			ret = kvt_dir_stat(d, name, &now);
 		if (ret == 0 && now.st_ino == st->st_ino && now.st_dev == st->st_dev)
 			return fd;
-		close(fd);
+		close_held(fd, aside, alias);
 		if (ret == -EBUSY)
 			g_warning("the record of %s was held by another mount for %d s", name,
 				  (int)(KVT_HOLD_PATIENCE_US / G_USEC_PER_SEC));

@@ -26,5 +26,12 @@
  * is still the one at the name with the lock held; @st gets its
  * metadata.  Closing the fd lets go.  -ENOENT when no file is at the
  * name, -EBADMSG when something else than a regular file is, -EBUSY when
- * another holder kept it KVT_HOLD_PATIENCE_US. */
-int kvt_hold_record(struct kvt_dir *d, const char *name, struct stat *st);
+ * another holder kept it KVT_HOLD_PATIENCE_US.
+ *
+ * With @aside, the record is opened through a link of its own made there
+ * as @alias, which the caller removes after closing the fd.  For NFS: its
+ * client renames a file open here that a rename replaces to ".nfs<hex>"
+ * first, and between its two renames the name is missing for every other
+ * host; a file open through another name is not. */
+int kvt_hold_record(struct kvt_dir *d, const char *name, struct kvt_dir *aside,
+		    const char *alias, struct stat *st);

@@ -324,6 +324,33 @@ int kvt_staging_live(struct kvt_layout *l, const char *name)
 	return fl.l_type != F_UNLCK;
 }
 
+/* Whether every entry of @d is a ".nfs" name: a file NFS keeps linked
+ * under such a name, unlinked while open, until its last close. */
+static bool only_silly(struct kvt_dir *d)
+{
+	g_autoptr(GPtrArray) ents = NULL;
+	int err;
+
+	ents = kvt_dir_list(d, false, &err);
+	for (guint i = 0; ents && i < ents->len; i++)
+		if (!g_str_has_prefix(((const struct kvt_dirent *)ents->pdata[i])->name, ".nfs"))
+			return false;
+	return ents != NULL;
+}
+
+/* The staging directory @name (@stage) removed, once the ".nfs" names
+ * that files closed just now left there are gone (up to 1 s). */
+static int rmdir_stage(struct kvt_dir *staging, struct kvt_dir *stage, const char *name)
+{
+	int ret = kvt_dir_rmdir(staging, name);
+
+	for (int i = 0; ret == -ENOTEMPTY && i < 100 && only_silly(stage); i++) {
+		g_usleep(10 * 1000);
+		ret = kvt_dir_rmdir(staging, name);
+	}
+	return ret;
+}
+
 int kvt_staging_remove(struct kvt_layout *l, const char *name)
 {
 	g_autoptr(kvt_dir) stage = NULL;
@@ -361,7 +388,13 @@ int kvt_staging_remove(struct kvt_layout *l, const char *name)
 	}
 	if (ret == 0 && lock >= 0)
 		ret = kvt_dir_unlink(stage, "lock");
+	/* On NFS the lock, unlinked while open, stays as ".nfs<hex>" until
+	 * this close; then the client removes it, an instant later. */
+	if (lock >= 0) {
+		close(lock);
+		lock = -1;
+	}
 	if (ret == 0 || ret == -ENOENT)
-		ret = kvt_dir_rmdir(l->staging, name);
+		ret = rmdir_stage(l->staging, stage, name);
 	return ret == -ENOENT ? 0 : ret;
 }

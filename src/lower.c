@@ -432,13 +432,15 @@ int kvt_dir_statvfs(struct kvt_dir *d, struct statvfs *sv)
 	return fstatvfs(d->fd, sv) ? FAIL("statfs", ".") : 0;
 }
 
+#define NFS_MAGIC 0x6969
+
 /* statfs(2) magic numbers (linux/magic.h and the file systems' own) of
  * lower file systems served from elsewhere. */
 static const struct {
 	unsigned long magic;
 	const char *name;
 } remote_fs[] = {
-	{ 0x6969, "NFS" },
+	{ NFS_MAGIC, "NFS" },
 	{ 0xff534d42, "CIFS" },
 	{ 0xfe534d42, "SMB2" },
 	{ 0x517b, "SMB" },
@@ -463,6 +465,13 @@ const char *kvt_dir_remote_kind(struct kvt_dir *d)
 		if ((unsigned long)sf.f_type == remote_fs[i].magic)
 			return remote_fs[i].name;
 	return NULL;
+}
+
+bool kvt_dir_on_nfs(struct kvt_dir *d)
+{
+	struct statfs sf;
+
+	return fstatfs(d->fd, &sf) == 0 && (unsigned long)sf.f_type == NFS_MAGIC;
 }
 
 int kvt_dir_access(struct kvt_dir *d, const char *name, int mode)

@@ -115,6 +115,10 @@ int kvt_dir_statvfs(struct kvt_dir *d, struct statvfs *sv);
  * size and times need not change when the bytes do; NULL for a local
  * one. */
 const char *kvt_dir_remote_kind(struct kvt_dir *d);
+/* Whether @d is on NFS, whose client renames a file unlinked (or renamed
+ * over) while it has it open to ".nfs<hex>" in the same directory, until
+ * the last close: an unlink there leaves the link count as it was. */
+bool kvt_dir_on_nfs(struct kvt_dir *d);
 /* access(2) for the daemon's own identity: W_OK etc. */
 int kvt_dir_access(struct kvt_dir *d, const char *name, int mode);
 

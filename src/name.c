@@ -248,11 +248,31 @@ static int place_new(struct kvt_store *s, const char *tmp, struct kvt_dir *d, co
 /* Renames the file staged at @tmp over the record at @d/@name, which it
  * returns in @old: held while it goes (hold.h), so that it is exactly
  * the one replaced.  -ENOENT when the name went meanwhile. */
+/* A name for kvt_hold_record's link of a record that a rename replaces,
+ * where the lower file system needs one (NFS), or NULL. */
+static char *hold_alias(struct kvt_store *s)
+{
+	return s->silly_renames ? kvt_store_stage_name(s, 'h') : NULL;
+}
+
+/* Lets go of a hold of a record that a rename replaced: closes it, then
+ * removes its link @alias. */
+static void let_go(struct kvt_store *s, int *fd, const char *alias)
+{
+	if (*fd < 0)
+		return;
+	close(*fd);
+	*fd = -1;
+	if (alias)
+		kvt_dir_unlink(s->stage, alias);
+}
+
 static int replace_held(struct kvt_store *s, const char *tmp, struct kvt_dir *d,
 			const char *name, struct kvt_record *old)
 {
+	g_autofree char *alias = hold_alias(s);
 	struct stat st;
-	kvt_autofd fd = kvt_hold_record(d, name, &st);
+	kvt_autofd fd = kvt_hold_record(d, name, alias ? s->stage : NULL, alias, &st);
 	int ret;
 
 	/* Something else than a record (planted there) is replaced unheld:
@@ -262,6 +282,7 @@ static int replace_held(struct kvt_store *s, const char *tmp, struct kvt_dir *d,
 	if (fd >= 0 && read_record_fd(fd, name, &st, old) < 0)
 		kvt_record_clear(old);
 	ret = renamed_unless_stale(s, tmp, kvt_dir_rename(s->stage, tmp, d, name, 0));
+	let_go(s, &fd, alias);
 	if (ret < 0)
 		kvt_record_clear(old);
 	return ret;
@@ -322,7 +343,7 @@ static int take_record(struct kvt_store *s, struct kvt_dir *d, const char *name,
 	kvt_autofd fd = -1;
 
 	if (no_exchange(s)) {
-		fd = kvt_hold_record(d, name, &st);
+		fd = kvt_hold_record(d, name, NULL, NULL, &st);
 		/* Something else than a record (planted there) goes unheld:
 		 * no mount replaces it. */
 		if (fd < 0 && fd != -EBADMSG)
@@ -362,9 +383,10 @@ static int rewrite_held(struct kvt_store *s, const char *tmp, const struct stat 
 			struct kvt_dir *d, const char *name, const struct kvt_record *rec,
 			struct stat *rec_st)
 {
+	g_autofree char *alias = hold_alias(s);
 	struct kvt_record was;
 	struct stat st;
-	kvt_autofd fd = kvt_hold_record(d, name, &st);
+	kvt_autofd fd = kvt_hold_record(d, name, alias ? s->stage : NULL, alias, &st);
 	bool ours;
 	int ret = fd < 0 ? fd : 0;
 
@@ -373,6 +395,7 @@ static int rewrite_held(struct kvt_store *s, const char *tmp, const struct stat 
 	kvt_record_clear(&was);
 	if (ret == 0 && ours)
 		ret = kvt_dir_rename(s->stage, tmp, d, name, 0);
+	let_go(s, &fd, alias);
 	if (ret < 0 || !ours) {
 		kvt_dir_unlink(s->stage, tmp);
 		/* Gone, or another mount's version now: not ours to change. */
@@ -566,7 +589,7 @@ static int purge_held(struct kvt_store *s, struct kvt_dir *d, const char *name,
 	g_autofree char *tmp = kvt_store_stage_name(s, 'p');
 	struct kvt_record now;
 	struct stat st;
-	kvt_autofd fd = kvt_hold_record(d, name, &st);
+	kvt_autofd fd = kvt_hold_record(d, name, NULL, NULL, &st);
 	bool other;
 	int ret;
 

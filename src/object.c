@@ -128,6 +128,29 @@ int kvt_object_stat(struct kvt_store *s, const struct kvt_record *rec, struct st
 	return ret;
 }
 
+/* Whether a reference to @anchor is left in @fan.  On NFS the link count
+ * says nothing: a file unlinked while a host has it open stays linked
+ * there, as ".nfs<hex>", until the last close, and the staged file a
+ * publication unlinks is open still (kvt_publication_finish).  A listing
+ * that fails keeps the anchor. */
+static bool has_refs(struct kvt_dir *fan, const char *anchor)
+{
+	g_autoptr(GPtrArray) ents = NULL;
+	size_t len = strlen(anchor);
+	int err;
+
+	ents = kvt_dir_list(fan, false, &err);
+	if (!ents)
+		return true;
+	for (guint i = 0; i < ents->len; i++) {
+		const struct kvt_dirent *e = ents->pdata[i];
+
+		if (!strncmp(e->name, anchor, len) && e->name[len] == '.')
+			return true;
+	}
+	return false;
+}
+
 int kvt_object_release(struct kvt_store *s, const struct kvt_record *rec)
 {
 	g_autoptr(kvt_dir) fan = NULL;
@@ -141,10 +164,12 @@ int kvt_object_release(struct kvt_store *s, const struct kvt_record *rec)
 	ret = kvt_dir_unlink(fan, ref);
 	/* Only the anchor left: nobody uses these bytes.  Every link but the
 	 * anchor is a reference, and every reference's removal is followed by
-	 * this look, so the last one's sees the count at 1 (object.h).  A
+	 * this look, so the last one's sees the count at 1 (object.h).  Not
+	 * on NFS: there the references are counted by name (has_refs).  A
 	 * mount that links to the anchor between the look and the unlink
 	 * holds its own reference: it loses the sharing only. */
-	if (kvt_dir_stat(fan, anchor, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1)
+	if (s->silly_renames ? !has_refs(fan, anchor) :
+	    kvt_dir_stat(fan, anchor, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1)
 		kvt_dir_unlink(fan, anchor);
 	return ret == -ENOENT ? 0 : ret;
 }

@@ -359,11 +359,14 @@ void kvt_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ret = kvt_do_lookup(fs, p, pd, name, &e, &note);
 	kvt_stat_add(&fs->stats, KVT_STAT_lookups, 1);
 	kvt_stat_add(&fs->stats, ret == 0 ? KVT_STAT_hits : KVT_STAT_misses, 1);
-	if (ret == -ENOENT && fs->negative_timeout > 0) {
-		/* A negative entry: repeated misses (a prefix that is not
-		 * stored) stay in the kernel.  Names created through this
-		 * mount replace it; another mount's stores show after the
-		 * timeout. */
+	/* A negative entry: repeated misses (a prefix that is not stored)
+	 * stay in the kernel.  Names created through this mount replace it.
+	 * Not while another mount uses the store: a miss kept would hide
+	 * what it makes, and a kernel before 6.7 keeps it even when its own
+	 * mkdir is answered EEXIST, so that the next step of a mkdir -p
+	 * fails with ENOENT. */
+	if (ret == -ENOENT && fs->negative_timeout > 0 &&
+	    !__atomic_load_n(&fs->shared, __ATOMIC_ACQUIRE)) {
 		memset(&e, 0, sizeof(e));
 		e.entry_timeout = fs->negative_timeout;
 		fuse_reply_entry(req, &e);

@@ -16,6 +16,9 @@ struct kvt_store {
 	bool no_exchange;
 	/* It refuses RENAME_NOREPLACE too: a new name is made by a link. */
 	bool no_noreplace;
+	/* NFS: a file unlinked while open here stays linked as ".nfs<hex>"
+	 * until its last close: a link count counts those (object.c). */
+	bool silly_renames;
 	struct kvt_stats *stats;
 	/* objects/<ab>, opened as first used: a fixed number of fds. */
 	GMutex fanout_lock;

@@ -152,6 +152,7 @@ struct kvt_store *kvt_store_open(const char *lowerdir, GError **err)
 		open_failed(err, lowerdir, "cannot create staging", ret);
 		goto fail;
 	}
+	s->silly_renames = kvt_dir_on_nfs(s->layout.objects);
 	ret = probe_renames(s);
 	if (ret < 0) {
 		open_failed(err, lowerdir, "cannot write in staging", ret);

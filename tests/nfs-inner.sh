@@ -1,0 +1,43 @@
+#!/bin/bash
+# One store, two hosts, over NFS: what t-gluster.sh and t-gluster-race.sh
+# check over GlusterFS (tests/twohosts-basic.sh, tests/twohosts-race.sh),
+# over two NFS 4.2 mounts of the kernel's nfsd (tests/nfs.sh).  It runs in
+# the virtual machine of t-nfs.sh (tests/nfsvm.sh); run it by itself on a
+# machine whose kernel has NFS.
+# kvt-timeout: 1200
+# Emulated, a race of both hosts takes up to 2 min: a command is deemed
+# hung after 10.
+: "${KVT_CMD_TIMEOUT:=600}"
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/nfs.sh"
+. "$(dirname "$0")/twohosts.sh"
+
+kvt_require_root
+plan 52
+kvt_setup
+: "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
+
+t0=$SECONDS
+nf_setup
+ok 0 "an NFS 4.2 export mounted twice ($KVT_NFS_OPTS), two clients of the server, in $((SECONDS - t0)) s"
+kvt_two_hosts "$NF1/store" "$NF2/store"
+[ "$(grep -c 'verify=auto: the store is on NFS' "$T/daemon.log")" = 2 ] &&
+	[ "$(grep -c "no RENAME_EXCHANGE: a name is replaced or removed under a flock" "$T/daemon.log")" = 2 ]
+ok $? "both hosts see a remote store, verify at every open, and change names under flocks" ||
+	diag_file "$T/daemon.log" 20
+
+SRV=$NF_EXPORT/store
+S1=$NF1/store
+S2=$NF2/store
+. "$(dirname "$0")/twohosts-basic.sh"
+
+# The races on a store of their own: the names of the first race hold
+# versions the second's readers would not know.
+S1=$NF1/race
+S2=$NF2/race
+mkdir "$S1" || bail "mkdir failed"
+kvt_start "$S1" "$K1"
+P1=$KVT_LAST_PID
+kvt_start "$S2" "$K2"
+P2=$KVT_LAST_PID
+. "$(dirname "$0")/twohosts-race.sh"

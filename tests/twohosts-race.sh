@@ -1,0 +1,195 @@
+# shellcheck shell=bash
+#
+# tests/twohosts-race.sh: two hosts changing the same names on one shared
+# store: sourced by t-gluster-race.sh and, in its virtual machine,
+# nfs-inner.sh once both hosts are up (kvt_two_hosts: $K1, $P1, $K2, $P2),
+# with the store at $S1 through host A's client mount and at $S2 through
+# host B's.  22 test points.  Both hosts run on a file system without
+# RENAME_EXCHANGE, where names change under a hold (src/hold.h).
+#   - A version of another size that host A puts at a name host B has
+#     just read: B reads one whole version, never the new bytes cut at the
+#     old size its kernel keeps.
+#   - open(O_CREAT) without O_EXCL of a name the other host made since
+#     this one missed it opens it (no EEXIST).
+#   - A directory host B removed after host A's client made sure of it:
+#     a store there makes it again, or takes the one B made again.
+#   - Host A evicts a block host B is reading: B reads it to its end.
+#   - kvtierfs-fsck --repair refuses while the hosts are mounted.
+#   - A hold another process keeps on a record: a replacement waits for
+#     it and goes on once it goes (kill -9); one kept longer than 10 s
+#     fails the replacement with EBUSY instead of hanging it.
+#   - 8 writers and 8 readers per host on the same names, in vLLM's way
+#     (tmp + rename) and LMCache's (written in place, published at
+#     close), versions of two sizes over names holding a third: every read
+#     one whole version, no ENOENT once published, every name there at the
+#     end; after the unmounts kvtierfs-fsck finds no unused object (each
+#     replaced version's reference was released exactly once).
+
+# --- another size under a cached inode --------------------------------------
+head -c 262144 /dev/urandom >"$T/v1"
+head -c 300000 /dev/urandom >"$T/v2"
+mkdir "$K1/d"
+cp "$T/v1" "$K1/d/x.tmp" && mv "$K1/d/x.tmp" "$K1/d/x"
+cmp -s "$K2/d/x" "$T/v1"
+ok $? "host B reads the 256 KiB version host A stored"
+# Within the 1 s the kernel keeps the name's inode and size for:
+cp "$T/v2" "$K1/d/x.tmp" && mv "$K1/d/x.tmp" "$K1/d/x"
+cat "$K2/d/x" >"$T/read" 2>"$T/read.err"
+st=$?
+{ cmp -s "$T/read" "$T/v1" || cmp -s "$T/read" "$T/v2"; } && [ "$st" = 0 ]
+ok $? "host A puts a 300000-byte version there; host B reads one whole version at once ($(stat -c %s "$T/read") bytes, exit $st)" ||
+	diag_file "$T/read.err"
+cmp -s "$K2/d/x" "$T/v2" && [ "$(stat -c %s "$K2/d/x")" = 300000 ]
+ok $? "host B then reads and stats the new version"
+
+# --- a create of what the other host made -----------------------------------
+stat "$K2/d/y" >/dev/null 2>&1 # host B misses it: a negative entry
+echo one >"$K1/d/y"
+if echo two >"$K2/d/y" 2>"$T/create.err"; then st=0; else st=1; fi
+[ "$st" = 0 ] && [ "$(cat "$K2/d/y")" = two ]
+ok $? "host B opens for writing (O_CREAT, no O_EXCL) the name host A made since it missed it" ||
+	diag_file "$T/create.err"
+
+# --- holds ------------------------------------------------------------------
+# hold FILE SECONDS: flock FILE (on the shared file system, as host A
+# would) for SECONDS; prints "held" once it holds it.  Opened for writing:
+# NFS makes a flock a lock of the whole file, which wants that.
+hold() {
+	python3 -c '
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))' "$1" "$2"
+}
+echo a >"$K1/d/h"
+exec 5< <(hold "$S1/names/d/h" 600)
+hp=$!
+read -r -t 10 word <&5
+echo b >"$K2/d/h.tmp"
+mv "$K2/d/h.tmp" "$K2/d/h" 2>"$T/mv.err" &
+mvp=$!
+sleep 0.5
+kill -0 "$mvp" 2>/dev/null
+ok $? "a replacement from host B waits while the record is held ($word)"
+kill -KILL "$hp"
+t0=$(date +%s%N)
+wait "$mvp"
+st=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$st" = 0 ] && [ "$(cat "$K2/d/h")" = b ] && [ "$ms" -lt 2000 ]
+ok $? "the holder killed with -9: the replacement goes on (${ms} ms, exit $st)" || diag_file "$T/mv.err"
+exec 5<&-
+
+exec 5< <(hold "$S1/names/d/h" 600)
+hp=$!
+read -r -t 10 word <&5
+echo c >"$K2/d/h.tmp"
+t0=$(date +%s%N)
+mv "$K2/d/h.tmp" "$K2/d/h" 2>"$T/mv.err"
+st=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+kill -KILL "$hp"
+exec 5<&-
+[ "$st" != 0 ] && grep -q 'Device or resource busy' "$T/mv.err" &&
+	[ "$ms" -ge 9000 ] && [ "$ms" -lt 30000 ] && [ "$(cat "$K2/d/h")" = b ]
+ok $? "a hold kept past 10 s: the replacement fails with EBUSY after ${ms} ms, the name keeps its version" ||
+	diag_file "$T/mv.err"
+grep -q 'held by another mount' "$T/daemon.log"
+ok $? "and the wait is logged"
+rm -f "$K2/d/h.tmp"
+
+# --- a directory the other host removed ------------------------------------
+# in_removed MAKE STEP: host A's client makes d2/e, opens it; host B
+# removes d2 (and with MAKE=1 makes d2/e again); the client does STEP in
+# the directory it holds (python, its fd is "d"), as a client whose
+# mkdir -p came just before the other host's rmdir.
+in_removed() {
+	mkdir -p "$K1/d2/e" &&
+		python3 - "$K1/d2/e" "$K2/d2" "$T/v1" "$1" "$2" <<-'PY'
+			import os, shutil, sys
+			d = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+			shutil.rmtree(sys.argv[2])
+			if sys.argv[4] == "1":
+			    os.makedirs(sys.argv[2] + "/e")
+			data = open(sys.argv[3], "rb").read()
+			exec(sys.argv[5])
+		PY
+}
+STORE='
+fd = os.open("b.tmp", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644, dir_fd=d)
+os.write(fd, data)
+os.close(fd)
+os.rename("b.tmp", "b", src_dir_fd=d, dst_dir_fd=d)'
+in_removed 0 "$STORE" 2>"$T/rm.err" && cmp -s "$T/v1" "$K1/d2/e/b"
+ok $? "host B removes d2; host A stores d2/e/b into the d2/e it holds: made again, and read back" ||
+	diag_file "$T/rm.err"
+in_removed 1 "$STORE" 2>"$T/rm.err" && cmp -s "$T/v1" "$K1/d2/e/b" && cmp -s "$T/v1" "$K2/d2/e/b"
+ok $? "host B removes d2 and makes d2/e again; host A stores d2/e/b there: both hosts read it" ||
+	diag_file "$T/rm.err"
+grep -q 'directory e was removed by another mount: another mount made it again' "$T/daemon.log"
+ok $? "host A says it took the directory host B made again"
+
+# --- an eviction while the other host reads, fsck while hosts are live -----
+python3 - "$K2/d/x" "$K1/d/x" "$T/read2" <<-'PY' 2>"$T/evict.err"
+	import os, sys
+	fd = os.open(sys.argv[1], os.O_RDONLY)
+	first = os.read(fd, 100000)
+	os.unlink(sys.argv[2])  # host A's evictor
+	rest = b""
+	while True:
+	    b = os.read(fd, 1 << 20)
+	    if not b:
+	        break
+	    rest += b
+	open(sys.argv[3], "wb").write(first + rest)
+PY
+st=$?
+cmp -s "$T/read2" "$T/v2" && [ "$st" = 0 ]
+ok $? "host A evicts d/x while host B reads it: B reads the whole block to its end" ||
+	diag_file "$T/evict.err"
+before=$(find "$S1/objects" "$S1/staging" "$S1/names" | sort | md5sum)
+"$KVTIERFS_FSCK" --repair "$S1" >"$T/fsck-live.out" 2>&1
+st=$?
+after=$(find "$S1/objects" "$S1/staging" "$S1/names" | sort | md5sum)
+[ "$st" != 0 ] && grep -q 'is in use by a mount' "$T/fsck-live.out" && [ "$before" = "$after" ]
+ok $? "kvtierfs-fsck --repair from a third client refuses while the hosts are mounted, removing nothing (exit $st)" ||
+	diag_file "$T/fsck-live.out"
+
+# --- 16 threads per host on the same names ----------------------------------
+ok_kvclient "host A stores 8 blocks of 128 KiB, the names the race takes over" \
+	vllm-store --dir "$K1" --blocks 8 --size 131072 --key-base 500 --version 5000
+RACE=(--blocks 8 --size 65536 --size-odd 200000 --writers 8 --readers 8 --shared --key-base 500)
+# race STYLE ROUNDS: STYLE on both hosts at once; prints the summaries.
+race() {
+	local s1 s2 r1
+	"$KVCLIENT" "$1" --dir "$K1" "${RACE[@]}" --rounds "$2" --version 1 >"$T/race1.out" 2>&1 &
+	r1=$!
+	"$KVCLIENT" "$1" --dir "$K2" "${RACE[@]}" --rounds "$2" --version 1001 >"$T/race2.out" 2>&1
+	s2=$?
+	wait "$r1"
+	s1=$?
+	grep -h "^$1 " "$T/race1.out" "$T/race2.out" | sed 's/^/#   /'
+	[ "$s1" = 0 ] || diag_file "$T/race1.out" 10
+	[ "$s2" = 0 ] || diag_file "$T/race2.out" 10
+	[ "$s1" = 0 ] && [ "$s2" = 0 ] &&
+		[ "$(grep -ch "^$1 final: blocks=8 ok=8 errors=0 wrong=0" "$T/race1.out" "$T/race2.out" |
+			paste -sd+ | bc)" = 2 ]
+}
+race race 6
+ok $? "vLLM's way: both hosts rename versions of 64 KiB and 200000 bytes over the same 8 names, 8 readers each: every read whole, no ENOENT once published, every name there"
+race lmcache 30
+ok $? "LMCache's way: both hosts rewrite the same 8 names in place, published at close: every read whole, none older than one read before, every name there"
+
+kvt_stop "$K1" "$P1"
+kvt_stop "$K2" "$P2"
+"$KVTIERFS_FSCK" "$S1" >"$T/fsck.out" 2>&1
+st=$?
+[ "$st" = 0 ] && grep -q ', 0 problems' "$T/fsck.out"
+ok $? "kvtierfs-fsck after the races: no unused object, every name whole (exit $st)" ||
+	diag_file "$T/fsck.out" 20
+grep -h 'names,' "$T/fsck.out" | sed 's/^/#   /'
+kvt_start "$S2" "$K2"
+P2=$KVT_LAST_PID
+ok_kvclient "a new mount reads every name of both races whole" verify --dir "$K2"
+kvt_stop "$K2" "$P2"
