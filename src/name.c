@@ -245,9 +245,6 @@ static int place_new(struct kvt_store *s, const char *tmp, struct kvt_dir *d, co
 	return ret;
 }
 
-/* Renames the file staged at @tmp over the record at @d/@name, which it
- * returns in @old: held while it goes (hold.h), so that it is exactly
- * the one replaced.  -ENOENT when the name went meanwhile. */
 /* A name for kvt_hold_record's link of a record that a rename replaces,
  * where the lower file system needs one (NFS), or NULL. */
 static char *hold_alias(struct kvt_store *s)
@@ -267,6 +264,9 @@ static void let_go(struct kvt_store *s, int *fd, const char *alias)
 		kvt_dir_unlink(s->stage, alias);
 }
 
+/* Renames the file staged at @tmp over the record at @d/@name, which it
+ * returns in @old: held while it goes (hold.h), so that it is exactly
+ * the one replaced.  -ENOENT when the name went meanwhile. */
 static int replace_held(struct kvt_store *s, const char *tmp, struct kvt_dir *d,
 			const char *name, struct kvt_record *old)
 {

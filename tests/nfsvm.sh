@@ -10,8 +10,8 @@
 # The machine is Debian's kernel (linux-image-amd64) under qemu, emulated
 # (no KVM here).  Its root is this machine's root, read-only over virtio-9p,
 # so the build under test, its libraries and the NFS tools are the same
-# files; /tmp, /run, /var/tmp and /var/lib/nfs are its own tmpfs, and $T is
-# shared read-write (the script's output, its exit status).  Nothing is
+# files; /run (with TMPDIR, /run/tmp) and /var/lib/nfs are its own tmpfs,
+# and $T is shared read-write (the script's output, its exit status).  Nothing is
 # downloaded: qemu-system-x86, linux-image-amd64, busybox-static and
 # nfs-kernel-server are Debian packages (scripts/install-deps).
 
@@ -84,11 +84,12 @@ nv_initramfs() {
 		for m in $(cat /mods/order); do insmod /mods/$m.ko || echo "insmod $m failed"; done
 		mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 root /newroot ||
 			{ echo "kvt-vm: no root over 9p"; poweroff -f; }
-		for m in tmp run var/tmp var/lib/nfs root; do
+		# what is written there; the test's directory, read-write, at
+		# its own path (the build may be anywhere else, /tmp included)
+		for m in run var/lib/nfs; do
 			mount -t tmpfs -o mode=0755 tmpfs /newroot/$m
 		done
-		chmod 1777 /newroot/tmp /newroot/var/tmp
-		mkdir -p /newroot$t
+		mkdir -m 1777 /newroot/run/tmp
 		mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 t /newroot$t ||
 			{ echo "kvt-vm: no test directory over 9p"; poweroff -f; }
 		mount --move /proc /newroot/proc
@@ -110,7 +111,8 @@ nv_initramfs() {
 # nv_run SCRIPT [ARGS...]: boot the machine, run SCRIPT there as root with
 # this file's environment (top_srcdir, top_builddir, KVT_*), its output
 # relayed here as it comes; returns its exit status.  The machine powers
-# off after it; a kernel that does not come up bails out.
+# off after it.  One that ran nothing (no kernel, no root) returns 1 after
+# showing its console.
 nv_run() {
 	local out=$T/vm/out rc=$T/vm/rc qp tp st
 	: >"$out"
@@ -119,7 +121,7 @@ nv_run() {
 		echo '#!/bin/bash'
 		echo "# made by tests/nfsvm.sh: runs in the virtual machine"
 		printf 'export %s=%q\n' top_srcdir "$top_srcdir" top_builddir "$top_builddir" \
-			PATH "$PATH" HOME /root TMPDIR /tmp
+			PATH "$PATH" HOME /run TMPDIR /run/tmp
 		local v
 		for v in $(compgen -e | grep -E '^(KVT|KVTIERFS|KVCLIENT)'); do
 			printf 'export %s=%q\n' "$v" "${!v}"
