@@ -27,7 +27,7 @@ nv_setup() {
 	local c
 	for c in qemu-system-x86_64 busybox cpio rpc.nfsd rpc.mountd exportfs mount.nfs modprobe; do
 		command -v "$c" >/dev/null ||
-			bail "$c is missing: apt-get install qemu-system-x86 linux-image-amd64 busybox-static nfs-kernel-server (scripts/install-deps)"
+			bail "$c is missing: apt-get install qemu-system-x86 linux-image-amd64 busybox-static nfs-kernel-server cpio (scripts/install-deps)"
 	done
 	# busybox must be static: it runs before the root is there.
 	NV_BUSYBOX=$(command -v busybox)
