@@ -669,7 +669,7 @@ void kvt_op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 	}
 	buf = g_malloc(size ? size : 1);
 	if (h->writer) {
-		int ret = kvt_version_for_write(fs, ino, &h->wstage, &st);
+		int ret = kvt_version_for_write(fs, ino, &h->wstage, &st, NULL);
 
 		if (ret < 0) {
 			fuse_reply_err(req, -ret);
@@ -719,7 +719,7 @@ void kvt_op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size, of
 		unfresh(ino, h);
 		kvt_inode_unlock(ino);
 	}
-	ret = kvt_version_for_write(fs, ino, &h->wstage, &st);
+	ret = kvt_version_for_write(fs, ino, &h->wstage, &st, NULL);
 
 	if (ret == 0) {
 		const char *data = kvt_receive_payload(buf);

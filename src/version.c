@@ -84,22 +84,27 @@ int kvt_version_begin(struct kvt_fs *fs, struct kvt_inode *ino, bool trunc,
 }
 
 int kvt_version_for_write(struct kvt_fs *fs, struct kvt_inode *ino,
-			  struct kvt_stage **wstage, struct kvt_stage **out)
+			  struct kvt_stage **wstage, struct kvt_stage **out, bool *joined)
 {
 	int looks = 0;
 
 	for (;;) {
 		struct kvt_stage *st = NULL;
-		bool ref_inode = false;
+		bool ref_inode = false, pending = false;
 		int ret = 0;
 
 		kvt_inode_lock(ino);
-		if (wstage && *wstage && kvt_stage_state(*wstage) == KVT_STAGE_OPEN)
+		if (wstage && *wstage && kvt_stage_state(*wstage) == KVT_STAGE_OPEN) {
 			st = kvt_stage_ref(*wstage);
-		else
-			while ((ret = kvt_version_begin(fs, ino, false, &ref_inode, &st)) == -EAGAIN)
+			pending = true;
+		} else {
+			while ((pending = kvt_inode_pending(ino),
+				ret = kvt_version_begin(fs, ino, false, &ref_inode, &st)) == -EAGAIN)
 				g_cond_wait_until(&ino->published, &ino->lock,
 						  g_get_monotonic_time() + G_TIME_SPAN_SECOND);
+		}
+		if (joined)
+			*joined = pending;
 		if (ret == 0 && wstage && *wstage != st) {
 			kvt_stage_unref(*wstage);
 			*wstage = kvt_stage_ref(st);
@@ -365,7 +370,7 @@ int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 			 struct kvt_stage **wstage)
 {
 	struct kvt_stage *st = NULL;
-	bool publish, ref_inode = false;
+	bool publish, ref_inode = false, joined = false;
 	int ret;
 
 	if (size == 0) {
@@ -384,7 +389,7 @@ int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 		if (ret < 0)
 			return ret;
 	} else {
-		ret = kvt_version_for_write(fs, ino, wstage, &st);
+		ret = kvt_version_for_write(fs, ino, wstage, &st, &joined);
 		if (ret < 0)
 			return ret;
 		ret = kvt_stage_truncate(st, size);
@@ -392,9 +397,13 @@ int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 		if (ret < 0)
 			return ret;
 	}
+	/* truncate(2) by path is a whole new version at once, unless it
+	 * changed the version a writer is writing, which that writer's close
+	 * publishes.  A writer counted here may have closed already (its
+	 * RELEASE comes after close() returns): a version begun here is
+	 * nobody's to publish but this call's. */
 	kvt_inode_lock(ino);
-	publish = !wstage && ino->writers == 0;
+	publish = !wstage && (!joined || ino->writers == 0);
 	kvt_inode_unlock(ino);
-	/* truncate(2) by path is a whole new version at once. */
 	return publish ? kvt_publish_in_place(fs, ino, NULL) : 0;
 }

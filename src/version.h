@@ -19,9 +19,10 @@ int kvt_version_begin(struct kvt_fs *fs, struct kvt_inode *ino, bool trunc,
 		      bool *ref_inode, struct kvt_stage **out);
 /* The stage a writer's request goes to, referenced and read-locked: the
  * handle's version *@wstage (NULL: truncate by path, the inode's latest);
- * once that was published, a new version from the published bytes. */
+ * once that was published, a new version from the published bytes.
+ * *@joined (if not NULL): it is a version begun before this call. */
 int kvt_version_for_write(struct kvt_fs *fs, struct kvt_inode *ino,
-			  struct kvt_stage **wstage, struct kvt_stage **out);
+			  struct kvt_stage **wstage, struct kvt_stage **out, bool *joined);
 void kvt_version_put(struct kvt_stage *st);
 
 /* Publishes @st (NULL: the latest pending version) of a file written

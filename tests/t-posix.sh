@@ -7,7 +7,7 @@
 # files, and the clear answer for what kvtierfs refuses (link: EPERM).
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
-plan 40
+plan 41
 kvt_setup
 kvt_mount
 M=$MNT
@@ -84,6 +84,17 @@ pl 'put("t", "0123456789"); truncate("t", 4) or exit 1; my $a = get("t");
 	print "# after truncate to 4: \"$a\", then to 8: \"$b\"\n";
 	exit(!($a eq "0123" && $b eq "0123\\0\\0\\0\\0"))'
 ok $? "truncate shortens, and extends with zeros"
+# A truncate by path right after the close of the file's writer: the
+# kernel sends that writer's RELEASE after close() returned, so the
+# truncate may come while the file still counts a writer whose version
+# is already published.  Every truncate shows at once, and stays.
+pl 'my @bad; for my $i (1 .. 3000) { my $n = $i % 3 ? 4 : 0; put("tl$i", "0123456789");
+		truncate("tl$i", $n) or exit 1; my $s = get("tl$i");
+		push @bad, $i if $s ne substr("0123", 0, $n) || -s "tl$i" != $n }
+	sleep 2; for my $i (1 .. 3000) { my $s = get("tl$i"); unlink("tl$i");
+		push @bad, "$i later" if $s ne substr("0123", 0, $i % 3 ? 4 : 0) }
+	print "# bad: @bad[0 .. ($#bad < 9 ? $#bad : 9)]\n" if @bad; exit(@bad != 0)'
+ok $? "3000 truncates (to 4 and to 0) right after the writer's close: each read at once and later shows the truncate"
 pl 'put("ap", "first,"); open(my $f, ">>", "ap") or exit 1; print $f "second"; close($f) or exit 1;
 	exit(get("ap") ne "first,second")'
 ok $? "O_APPEND appends to a published file"
