@@ -265,6 +265,15 @@ static bool adopt_dir(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_inode *
 	return true;
 }
 
+void kvt_inode_dir_seen(struct kvt_inode *dir, const struct stat *st)
+{
+	kvt_inode_lock(dir);
+	dir->meta.st_mode = st->st_mode;
+	dir->meta.st_uid = st->st_uid;
+	dir->meta.st_gid = st->st_gid;
+	kvt_inode_unlock(dir);
+}
+
 int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out)
 {
 	g_autofree char *was = NULL;
@@ -307,6 +316,10 @@ int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out
 		}
 		kvt_inode_unref(fs, p);
 		if (ret == 0) {
+			struct stat seen;
+
+			if (kvt_dir_seen(d, &seen) == 0)
+				kvt_inode_dir_seen(dir, &seen);
 			kvt_dircache_put(fs->dirs, dir->serial, d);
 			*out = d;
 			return 0;
@@ -348,11 +361,17 @@ int kvt_inode_dir_remake(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_di
 	*out = NULL;
 	if (dir == fs->root)
 		return -ENOENT; /* names/ itself: the store is broken */
-	/* Made again as this mount last saw it, if it still holds it. */
+	/* Made again as this mount last saw it. */
 	old = kvt_dircache_get(fs->dirs, dir->serial);
 	if (old) {
 		known = kvt_dir_seen(old, &was) == 0;
 		kvt_dir_unref(old);
+	}
+	if (!known) {
+		kvt_inode_lock(dir);
+		known = dir->meta.st_mode != 0;
+		was = dir->meta;
+		kvt_inode_unlock(dir);
 	}
 	p = parent_of(fs, dir, &name);
 	if (!p)

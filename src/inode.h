@@ -127,6 +127,10 @@ void kvt_inodes_free_all(struct kvt_fs *fs);
  * from its parent's, one component without following links, and checked
  * to be the directory the inode knows.  No inode lock may be held. */
 int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out);
+/* @dir's lower directory showed @st: its mode and owner are kept past
+ * its stay in fs->dirs, so that kvt_inode_dir_remake makes it again as it
+ * was.  No inode lock may be held. */
+void kvt_inode_dir_seen(struct kvt_inode *dir, const struct stat *st);
 /* kvt_inode_dir for a step that makes a name in @dir (create, mknod,
  * mkdir): if @dir's lower directory cannot be opened, another mount
  * removed it, and it is made again (kvt_inode_dir_remake). */

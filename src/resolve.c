@@ -42,6 +42,8 @@ int kvt_inode_attr(struct kvt_fs *fs, struct kvt_inode *ino, struct stat *st)
 
 		if (ret == 0)
 			ret = kvt_dir_stat(d, NULL, st);
+		if (ret == 0)
+			kvt_inode_dir_seen(ino, st);
 		st->st_ino = ino->st_ino;
 		return ret;
 	}

@@ -18,7 +18,7 @@
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 
 kvt_require_root
-plan 39
+plan 40
 kvt_setup
 [ -x "$KVTIERFS_FSCK" ] || bail "kvtierfs-fsck is not built: $KVTIERFS_FSCK"
 MNT2="$T/mnt2"
@@ -143,9 +143,14 @@ ok_cmd "mount 1 makes r/d/sub there" mkdir "$MNT/r/d/sub"
 ok $? "r/d/sub is in the directory mount 2 made (lower inode $(stat -c %i "$LOWER/names/r/d" 2>/dev/null))"
 grep -q 'directory d was made again by another mount' "$T/daemon.log"
 ok $? "mount 1 says r/d was made again by another mount"
-mkdir -p "$MNT/q/e" && use_dirs u2 && rm -r "$MNT2/q" && cp "$T/b" "$MNT/q/e/i" &&
+mkdir -p "$MNT/q/e" && chmod 0750 "$MNT/q" && chmod 2710 "$MNT/q/e" && chown 65534:65534 "$MNT/q/e" &&
+	stat -c '%a %u:%g' "$MNT/q" "$MNT/q/e" >"$T/q.before" &&
+	use_dirs u2 && rm -r "$MNT2/q" && cp "$T/b" "$MNT/q/e/i" &&
 	[ -d "$LOWER/names/q/e" ] && cmp "$T/b" "$MNT/q/e/i"
 ok $? "mount 2 removes q; mount 1, which no longer held q/e open, stores q/e/i: q and q/e are made again"
+stat -c '%a %u:%g' "$LOWER/names/q" "$LOWER/names/q/e" >"$T/q.after"
+[ "$(tr '\n' ' ' <"$T/q.after")" = "750 0:0 2710 65534:65534 " ] && cmp -s "$T/q.before" "$T/q.after"
+ok $? "and with the modes and owners they had: $(tr '\n' ' ' <"$T/q.after")"
 mkdir -p "$MNT/q2/e" && use_dirs u3 && rm -r "$MNT2/q2" && mkdir "$MNT/q2/e/sub" &&
 	[ -d "$LOWER/names/q2/e/sub" ]
 ok $? "mount 2 removes q2; mount 1 makes q2/e/sub: q2 and q2/e are made again" ||
