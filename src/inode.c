@@ -341,12 +341,12 @@ int kvt_inode_dir_to_make(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_d
 
 bool kvt_dir_gone(struct kvt_dir *d)
 {
-	struct stat st;
-	int ret = kvt_dir_stat(d, NULL, &st);
+	nlink_t nlink;
+	int ret = kvt_dir_links_now(d, &nlink);
 
 	/* A removed directory has no link left on a local file system; a
 	 * network one may answer that it does not know it any more. */
-	return ret == -ENOENT || ret == -ESTALE || (ret == 0 && st.st_nlink == 0);
+	return ret == -ENOENT || ret == -ESTALE || (ret == 0 && nlink == 0);
 }
 
 int kvt_inode_dir_remake(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out)

@@ -238,6 +238,20 @@ int kvt_dir_inherit(struct kvt_dir *d, gint64 max_age_us, mode_t *mode, gid_t *g
 	return 0;
 }
 
+int kvt_dir_links_now(struct kvt_dir *d, nlink_t *nlink)
+{
+	struct statx stx;
+
+	FAULT(KVT_FAULT_STAT, NULL, NULL);
+	/* Asked of the server, not of the client's cache: the kernel's
+	 * CephFS client shows a directory another client just removed with
+	 * its old link count for about a second. */
+	if (statx(d->fd, "", AT_EMPTY_PATH | AT_STATX_FORCE_SYNC, STATX_NLINK, &stx))
+		return FAIL("stat", ".");
+	*nlink = stx.stx_nlink;
+	return 0;
+}
+
 int kvt_dir_seen(struct kvt_dir *d, struct stat *st)
 {
 	int ret = 0;

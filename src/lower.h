@@ -54,6 +54,8 @@ int kvt_dir_open(struct kvt_dir *at, const char *relpath, struct kvt_dir **out);
 
 /* @name in @d, or @d itself when @name is NULL. */
 int kvt_dir_stat(struct kvt_dir *d, const char *name, struct stat *st);
+/* @d's link count as its file server has it now (0: removed). */
+int kvt_dir_links_now(struct kvt_dir *d, nlink_t *nlink);
 /* @name in @d, held by an O_PATH descriptor (returned), which opens
  * nothing (a FIFO or a device planted there stays shut); @st gets its
  * metadata.  What it is, a directory or a regular file, is then opened

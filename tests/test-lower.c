@@ -145,6 +145,15 @@ static void test_hold(const char *parent, const char *outside)
 		close(h);
 	ok(kvt_dir_hold(root, "none", &st) == -ENOENT && kvt_dir_hold(root, "a/b", &st) == -EINVAL,
 	   "a missing name is not held; a path is no name");
+
+	nlink_t before = 0, after = 1;
+	struct kvt_dir *gone = NULL;
+
+	ok(kvt_dir_mkdir(root, "rm", 0755) == 0 && kvt_dir_open(root, "rm", &gone) == 0 &&
+	   kvt_dir_links_now(gone, &before) == 0 && kvt_dir_rmdir(root, "rm") == 0 &&
+	   kvt_dir_links_now(gone, &after) == 0 && before == 2 && after == 0,
+	   "a directory's link count as its file system has it now: 2, then 0 once removed");
+	kvt_dir_unref(gone);
 }
 
 static void test_list(const char *top)
@@ -241,7 +250,7 @@ int main(void)
 	g_autofree char *top = g_dir_make_tmp("kvt-lower-XXXXXX", NULL);
 	g_autofree char *outside = g_dir_make_tmp("kvt-lower-out-XXXXXX", NULL);
 
-	printf("1..30\n");
+	printf("1..31\n");
 	test_names();
 	test_links(top, outside);
 	test_fifo(top);
