@@ -17,9 +17,14 @@
 # No authentication, one replica, no manager (CephFS serves without one);
 # the clients keep no object cache (client_oc off), so that a read asks
 # the OSD, as a host whose cache has let go of the bytes does.  The
-# daemons listen on 127.0.0.1 on ports of their own.
+# daemons listen on $CF_ADDR (127.0.0.1 unless set) on ports of their own.
+#
+# CF_FUSE=0 before cf_setup: the cluster only, no ceph-fuse mounts (the
+# kernel's client mounts it elsewhere: t-cephfs-kernel.sh).
 
 CF_POOL=cephfs_data
+: "${CF_ADDR:=127.0.0.1}"
+: "${CF_FUSE:=1}"
 
 # cf_ceph ARGS...: the ceph command line tool on this cluster.
 cf_ceph() {
@@ -53,8 +58,8 @@ cf_setup() {
 	cat >"$CF_CONF" <<-EOF
 		[global]
 		fsid = $fsid
-		mon_host = [v2:127.0.0.1:13300,v1:127.0.0.1:16789]
-		public_addr = 127.0.0.1
+		mon_host = [v2:$CF_ADDR:13300,v1:$CF_ADDR:16789]
+		public_addr = $CF_ADDR
 		ms_bind_ipv6 = false
 		ms_bind_port_min = 17000
 		ms_bind_port_max = 17300
@@ -98,7 +103,7 @@ cf_setup() {
 	KVT_CLEANUP_HOOKS+=(cf_cleanup)
 	ceph-authtool --create-keyring "$CF_DIR/keyring" --gen-key -n mon. \
 		--cap mon 'allow *' >"$CF_DIR/log/setup.out" 2>&1 &&
-		monmaptool --create --fsid "$fsid" --addv a "[v2:127.0.0.1:13300,v1:127.0.0.1:16789]" \
+		monmaptool --create --fsid "$fsid" --addv a "[v2:$CF_ADDR:13300,v1:$CF_ADDR:16789]" \
 			--set-min-mon-release pacific --enable-all-features "$CF_DIR/monmap" \
 			>>"$CF_DIR/log/setup.out" 2>&1 &&
 		ceph-mon -c "$CF_CONF" -i a --mkfs --monmap "$CF_DIR/monmap" \
@@ -120,6 +125,7 @@ cf_setup() {
 		ceph-mds -c "$CF_CONF" -i a >>"$CF_DIR/log/setup.out" 2>&1 ||
 		bail "CephFS not made: $(tail -n 3 "$CF_DIR/log/setup.out")"
 	cf_wait "active metadata server" 120 sh -c "timeout 10 ceph -c '$CF_CONF' mds stat | grep -q 'up:active'"
+	[ "$CF_FUSE" = 1 ] || return 0
 	for m in 1 2; do
 		# ceph-fuse daemonizes once it has mounted.
 		ceph-fuse -c "$CF_CONF" -n "client.h$m" --client_fs=cephfs "$T/c$m" \

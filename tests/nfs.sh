@@ -2,7 +2,7 @@
 #
 # tests/nfs.sh: an NFS server (the kernel's nfsd) exporting a directory,
 # mounted twice as two hosts.  Sourced after lib.sh (and kvt_setup) by
-# nfs-inner.sh, in the virtual machine of t-nfs.sh (tests/nfsvm.sh): this
+# nfs-inner.sh, in the virtual machine of t-nfs.sh (tests/vm.sh): this
 # machine's kernel has no NFS.
 #
 #     nf_setup             # the export $NF_EXPORT, mounted on $NF1 and $NF2

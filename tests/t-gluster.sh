@@ -23,8 +23,7 @@ kvt_setup
 gl_setup
 ok 0 "GlusterFS volume on $GL_ADDR, mounted twice (two hosts)"
 gl_two_hosts
-[ "$(grep -c 'verify=auto: the store is on FUSE' "$T/daemon.log")" = 2 ]
-ok $? "both hosts see a remote store and verify at every open"
+th_remote_store FUSE
 
 SRV=$GL_BRICK/store
 S1=$GL1/store

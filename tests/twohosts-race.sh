@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 #
 # tests/twohosts-race.sh: two hosts changing the same names on one shared
-# store: sourced by t-gluster-race.sh and, in its virtual machine,
-# nfs-inner.sh once both hosts are up (kvt_two_hosts: $K1, $P1, $K2, $P2),
+# store: sourced by t-gluster-race.sh and, in their virtual machines,
+# nfs-inner.sh and cephfs-kernel-inner.sh once both hosts are up (kvt_two_hosts: $K1, $P1, $K2, $P2),
 # with the store at $S1 through host A's client mount and at $S2 through
 # host B's.  22 test points.  Both hosts run on a file system without
 # RENAME_EXCHANGE, where names change under a hold (src/hold.h).
@@ -65,7 +65,7 @@ time.sleep(float(sys.argv[2]))' "$1" "$2"
 echo a >"$K1/d/h"
 exec 5< <(hold "$S1/names/d/h" 600)
 hp=$!
-read -r -t 10 word <&5
+read -r -t 60 word <&5
 echo b >"$K2/d/h.tmp"
 mv "$K2/d/h.tmp" "$K2/d/h" 2>"$T/mv.err" &
 mvp=$!
@@ -83,7 +83,7 @@ exec 5<&-
 
 exec 5< <(hold "$S1/names/d/h" 600)
 hp=$!
-read -r -t 10 word <&5
+read -r -t 60 word <&5
 echo c >"$K2/d/h.tmp"
 t0=$(date +%s%N)
 mv "$K2/d/h.tmp" "$K2/d/h" 2>"$T/mv.err"

@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 #
-# tests/twohosts.sh: the steps t-gluster.sh and t-cephfs.sh take alike on
-# two hosts, $K1 (A) and $K2 (B), over one shared store (kvt_two_hosts),
-# with blocks of $SIZE bytes.  Sourced after lib.sh.
+# tests/twohosts.sh: the steps the tests over GlusterFS, CephFS and NFS
+# take alike on two hosts, $K1 (A) and $K2 (B), over one shared store
+# (kvt_two_hosts), with blocks of $SIZE bytes.  Sourced after lib.sh.
 
 # th_exchange N: host A stores N blocks, B loads them (O_DIRECT, then
 # buffered), B stores N more, A loads those.  Five test points.
@@ -17,6 +17,17 @@ th_exchange() {
 		vllm-store --dir "$K2" --blocks "$1" --size "$SIZE" --key-base 1000
 	ok_kvclient "host A loads them" \
 		vllm-load --dir "$K1" --blocks "$1" --size "$SIZE" --key-base 1000
+}
+
+# th_remote_store KIND: both hosts logged that the store is on KIND (so
+# every open for reading hashes) and that names change under flocks (no
+# RENAME_EXCHANGE there).  One test point.
+th_remote_store() {
+	[ "$(grep -c "verify=auto: the store is on $1" "$T/daemon.log")" = 2 ] &&
+		[ "$(grep -c "no RENAME_EXCHANGE: a name is replaced or removed under a flock" \
+			"$T/daemon.log")" = 2 ]
+	ok $? "both hosts see a store on $1, verify at every open, and change names under flocks" ||
+		diag_file "$T/daemon.log" 20
 }
 
 # th_probe HOST KEY: kvclient's outcome for the block KEY through HOST.

@@ -1,71 +1,100 @@
 # shellcheck shell=bash
 #
-# tests/nfsvm.sh: run a test inside a virtual machine whose kernel has an
-# NFS client and server, where this machine's kernel has neither.  Sourced
-# after lib.sh (and kvt_setup) by t-nfs.sh:
+# tests/vm.sh: run a test inside a virtual machine whose kernel has what
+# this machine's lacks (NFS client and server, the CephFS client).
+# Sourced after lib.sh (and kvt_setup) by t-nfs.sh and t-cephfs-kernel.sh:
 #
-#     nv_setup                     # or bail out saying what is missing
-#     nv_run tests/nfs-inner.sh    # its TAP output becomes this file's
+#     vm_setup [CMD...]            # or bail out saying what is missing
+#     vm_tap                       # if it must reach a server running here
+#     vm_run tests/nfs-inner.sh    # its TAP output becomes this file's
 #
 # The machine is Debian's kernel (linux-image-amd64) under qemu, emulated
 # (no KVM here).  Its root is this machine's root, read-only over virtio-9p,
-# so the build under test, its libraries and the NFS tools are the same
-# files; /run (with TMPDIR, /run/tmp) and /var/lib/nfs are its own tmpfs,
-# and $T is shared read-write (the script's output, its exit status).  Nothing is
-# downloaded: qemu-system-x86, linux-image-amd64, busybox-static and
-# nfs-kernel-server are Debian packages (scripts/install-deps).
+# so the build under test, its libraries and the tools are the same files;
+# /run (with TMPDIR, /run/tmp) and /var/lib/nfs are its own tmpfs, and $T
+# is shared read-write (the script's output, its exit status).  Nothing is
+# downloaded: qemu-system-x86, linux-image-amd64, busybox-static and the
+# tools are Debian packages (scripts/install-deps).
 
 : "${KVT_VM_MEM:=3072}"
 
 # The modules the initramfs loads to reach the root over 9p (with what
 # they need, from modules.dep); fuse, nfs and nfsd are loaded from the
 # root by modprobe.
-NV_BOOT_MODULES="virtio_pci 9pnet_virtio 9p"
+VM_BOOT_MODULES="virtio_pci 9pnet_virtio 9p"
 
-# nv_setup: the kernel, its modules and the tools, or bail out.
-nv_setup() {
+# vm_setup [CMD...]: the kernel, its modules and the tools (and the
+# commands CMD... the test runs in the machine), or bail out.
+vm_setup() {
 	local c
-	for c in qemu-system-x86_64 busybox cpio rpc.nfsd rpc.mountd exportfs mount.nfs modprobe; do
+	for c in qemu-system-x86_64 busybox cpio modprobe ip "$@"; do
 		command -v "$c" >/dev/null ||
-			bail "$c is missing: apt-get install qemu-system-x86 linux-image-amd64 busybox-static nfs-kernel-server cpio (scripts/install-deps)"
+			bail "$c is missing: apt-get install qemu-system-x86 linux-image-amd64 busybox-static cpio iproute2 (and what the test uses, scripts/install-deps)"
 	done
 	# busybox must be static: it runs before the root is there.
-	NV_BUSYBOX=$(command -v busybox)
-	! ldd "$NV_BUSYBOX" >/dev/null 2>&1 ||
-		bail "$NV_BUSYBOX is not static: apt-get install busybox-static"
-	NV_KERNEL=$(find /boot -maxdepth 1 -name 'vmlinuz-*' | sort -V | tail -n 1)
-	[ -n "$NV_KERNEL" ] || bail "no kernel in /boot: apt-get install linux-image-amd64"
-	NV_KVER=${NV_KERNEL#/boot/vmlinuz-}
-	NV_MODS=/lib/modules/$NV_KVER
-	[ -f "$NV_MODS/modules.dep" ] || bail "no modules for $NV_KVER in $NV_MODS"
-	[ -r "$NV_KERNEL" ] || bail "$NV_KERNEL is not readable"
-	nv_initramfs
+	VM_BUSYBOX=$(command -v busybox)
+	! ldd "$VM_BUSYBOX" >/dev/null 2>&1 ||
+		bail "$VM_BUSYBOX is not static: apt-get install busybox-static"
+	VM_KERNEL=$(find /boot -maxdepth 1 -name 'vmlinuz-*' | sort -V | tail -n 1)
+	[ -n "$VM_KERNEL" ] || bail "no kernel in /boot: apt-get install linux-image-amd64"
+	VM_KVER=${VM_KERNEL#/boot/vmlinuz-}
+	VM_MODS=/lib/modules/$VM_KVER
+	[ -f "$VM_MODS/modules.dep" ] || bail "no modules for $VM_KVER in $VM_MODS"
+	[ -r "$VM_KERNEL" ] || bail "$VM_KERNEL is not readable"
+	vm_initramfs
 }
 
-# nv_module_files NAME...: the files of modules NAME... and of those they
-# need, relative to $NV_MODS, each after what it needs.
-nv_module_files() {
+# vm_tap: the machine gets a network card on a tap device of this
+# machine's, $VM_HOST_ADDR here and $VM_GUEST_ADDR there, so that it
+# reaches servers running here (a Ceph cluster bound to $VM_HOST_ADDR).
+# The network is the first of the documentation and benchmarking ranges
+# (RFC 5737, RFC 2544) that this machine does not use already.  The device
+# goes at exit.
+vm_tap() {
+	local net
+	for net in 198.51.100 203.0.113 198.18.0 198.19.0; do
+		ip -4 route show | grep -q "^$net\." || break
+		net=
+	done
+	[ -n "$net" ] || bail "no free network for the virtual machine's card"
+	VM_TAP=kvt$$
+	VM_HOST_ADDR=$net.1
+	VM_GUEST_ADDR=$net.2
+	ip tuntap add dev "$VM_TAP" mode tap >/dev/null 2>&1 ||
+		bail "cannot make a tap device (ip tuntap add: /dev/net/tun, iproute2)"
+	KVT_CLEANUP_HOOKS+=(vm_tap_cleanup)
+	ip addr add "$VM_HOST_ADDR/24" dev "$VM_TAP" && ip link set "$VM_TAP" up ||
+		bail "cannot give $VM_TAP the address $VM_HOST_ADDR"
+}
+
+vm_tap_cleanup() {
+	[ -z "${VM_TAP:-}" ] || ip link del "$VM_TAP" 2>/dev/null
+}
+
+# vm_module_files NAME...: the files of modules NAME... and of those they
+# need, relative to $VM_MODS, each after what it needs.
+vm_module_files() {
 	local m
 	for m in "$@"; do
 		awk -v m="$m" -F': *' '
 			{ n = $1; sub(/.*\//, "", n); sub(/\.ko.*/, "", n) }
 			n == m { k = split($2, d, " "); for (i = k; i >= 1; i--) print d[i]; print $1; f = 1 }
-			END { if (!f) exit 1 }' "$NV_MODS/modules.dep" || bail "module $m is missing from $NV_MODS"
+			END { if (!f) exit 1 }' "$VM_MODS/modules.dep" || bail "module $m is missing from $VM_MODS"
 	done | awk '!seen[$0]++'
 }
 
-# nv_initramfs: $T/vm/initrd, busybox, the 9p modules and an init that
-# mounts this machine's root and hands over to nv_boot's script there.
-nv_initramfs() {
+# vm_initramfs: $T/vm/initrd, busybox, the 9p modules and an init that
+# mounts this machine's root and hands over to vm_boot's script there.
+vm_initramfs() {
 	local d=$T/vm/initrd.d m f
 	mkdir -p "$d"/{bin,dev,proc,sys,newroot,mods} || bail "mkdir failed"
-	cp "$NV_BUSYBOX" "$d/bin/busybox" || bail "cp busybox failed"
-	for f in $(nv_module_files $NV_BOOT_MODULES); do
+	cp "$VM_BUSYBOX" "$d/bin/busybox" || bail "cp busybox failed"
+	for f in $(vm_module_files $VM_BOOT_MODULES); do
 		m=$(basename "${f%%.ko*}")
 		case "$f" in
-		*.ko) cp "$NV_MODS/$f" "$d/mods/$m.ko" ;;
-		*.ko.xz) xz -dc "$NV_MODS/$f" >"$d/mods/$m.ko" ;;
-		*.ko.zst) zstd -qdc "$NV_MODS/$f" >"$d/mods/$m.ko" ;;
+		*.ko) cp "$VM_MODS/$f" "$d/mods/$m.ko" ;;
+		*.ko.xz) xz -dc "$VM_MODS/$f" >"$d/mods/$m.ko" ;;
+		*.ko.zst) zstd -qdc "$VM_MODS/$f" >"$d/mods/$m.ko" ;;
 		*) bail "module $f: unknown compression" ;;
 		esac || bail "cannot copy $f"
 		echo "$m" >>"$d/mods/order"
@@ -108,18 +137,18 @@ nv_initramfs() {
 		bail "cannot make the initramfs"
 }
 
-# nv_run SCRIPT [ARGS...]: boot the machine, run SCRIPT there as root with
+# vm_run SCRIPT [ARGS...]: boot the machine, run SCRIPT there as root with
 # this file's environment (top_srcdir, top_builddir, KVT_*), its output
 # relayed here as it comes; returns its exit status.  The machine powers
 # off after it.  One that ran nothing (no kernel, no root) returns 1 after
 # showing its console.
-nv_run() {
+vm_run() {
 	local out=$T/vm/out rc=$T/vm/rc qp tp st
 	: >"$out"
 	rm -f "$rc"
 	{
 		echo '#!/bin/bash'
-		echo "# made by tests/nfsvm.sh: runs in the virtual machine"
+		echo "# made by tests/vm.sh: runs in the virtual machine"
 		printf 'export %s=%q\n' top_srcdir "$top_srcdir" top_builddir "$top_builddir" \
 			PATH "$PATH" HOME /run TMPDIR /run/tmp
 		local v
@@ -128,6 +157,11 @@ nv_run() {
 		done
 		echo 'modprobe fuse'
 		echo 'ip link set lo up'
+		if [ -n "${VM_TAP:-}" ]; then
+			echo 'modprobe virtio_net'
+			printf 'ip addr add %q/24 dev eth0\n' "$VM_GUEST_ADDR"
+			echo 'ip link set eth0 up'
+		fi
 		echo 'hostname vm'
 		printf '%q ' "$@"
 		printf '>%q 2>&1 </dev/null\n' "$out"
@@ -137,9 +171,13 @@ nv_run() {
 		echo "sleep 60"
 	} >"$T/vm/boot.sh"
 	chmod +x "$T/vm/boot.sh"
-	qemu-system-x86_64 -machine q35 -cpu max -smp "$(nproc)" -m "$KVT_VM_MEM" \
+	local net=()
+	[ -z "${VM_TAP:-}" ] ||
+		net=(-netdev "tap,id=n0,ifname=$VM_TAP,script=no,downscript=no"
+			-device virtio-net-pci,netdev=n0)
+	qemu-system-x86_64 -machine q35 -cpu max -smp "$(nproc)" -m "$KVT_VM_MEM" "${net[@]}" \
 		-nographic -no-reboot -nodefaults -serial "file:$T/vm/console" \
-		-kernel "$NV_KERNEL" -initrd "$T/vm/initrd" \
+		-kernel "$VM_KERNEL" -initrd "$T/vm/initrd" \
 		-append "console=ttyS0 panic=-1 loglevel=4 kvt.t=$T" \
 		-virtfs local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap \
 		-virtfs "local,path=$T,mount_tag=t,security_model=none,multidevs=remap" \
