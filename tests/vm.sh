@@ -19,8 +19,8 @@
 : "${KVT_VM_MEM:=3072}"
 
 # The modules the initramfs loads to reach the root over 9p (with what
-# they need, from modules.dep); fuse, nfs and nfsd are loaded from the
-# root by modprobe.
+# they need, from modules.dep); the others (fuse, nfs, nfsd, ceph,
+# virtio_net) are loaded from the root by modprobe.
 VM_BOOT_MODULES="virtio_pci 9pnet_virtio 9p"
 
 # vm_setup [CMD...]: the kernel, its modules and the tools (and the
