@@ -53,13 +53,6 @@ th_remote_store CephFS
 
 . "$(dirname "$0")/cephfs-body.sh"
 
-# The races of t-gluster-race.sh, on a store of their own: the names of
-# the first race hold versions the second's readers would not know.
-S1=$CF1/race
-S2=$CF2/race
-mkdir "$S1" || bail "mkdir failed"
-kvt_start "$S1" "$K1"
-P1=$KVT_LAST_PID
-kvt_start "$S2" "$K2"
-P2=$KVT_LAST_PID
+# The races of t-gluster-race.sh.
+th_new_store "$CF1/race" "$CF2/race"
 . "$(dirname "$0")/twohosts-race.sh"

@@ -31,13 +31,5 @@ S1=$NF1/store
 S2=$NF2/store
 . "$(dirname "$0")/twohosts-basic.sh"
 
-# The races on a store of their own: the names of the first race hold
-# versions the second's readers would not know.
-S1=$NF1/race
-S2=$NF2/race
-mkdir "$S1" || bail "mkdir failed"
-kvt_start "$S1" "$K1"
-P1=$KVT_LAST_PID
-kvt_start "$S2" "$K2"
-P2=$KVT_LAST_PID
+th_new_store "$NF1/race" "$NF2/race"
 . "$(dirname "$0")/twohosts-race.sh"

@@ -30,6 +30,20 @@ th_remote_store() {
 		diag_file "$T/daemon.log" 20
 }
 
+# th_new_store DIR_A DIR_B: both hosts, unmounted, mount again on a new
+# store, at DIR_A through host A's client and DIR_B through host B's
+# ($S1, $S2): the races of twohosts-race.sh on a store of their own, whose
+# names hold no version a reader there would not know.  Two test points.
+th_new_store() {
+	S1=$1
+	S2=$2
+	mkdir "$S1" || bail "mkdir failed"
+	kvt_start "$S1" "$K1"
+	P1=$KVT_LAST_PID
+	kvt_start "$S2" "$K2"
+	P2=$KVT_LAST_PID
+}
+
 # th_probe HOST KEY: kvclient's outcome for the block KEY through HOST.
 th_probe() {
 	"$KVCLIENT" probe --dir "$1" --key-base "$2" --size "$SIZE" 2>/dev/null | head -n 1
