@@ -170,6 +170,7 @@ int kvt_stage_write(struct kvt_stage *st, const char *buf, size_t size, off_t of
 		direct = false;
 	}
 	__atomic_store_n(&st->durable, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&st->orphan, false, __ATOMIC_RELEASE);
 	feed_hash(st, src, size, off);
 	ret = kvt_fault(KVT_FAULT_WRITE, st->name);
 	if (ret == 0) {

@@ -34,6 +34,8 @@ struct kvt_stage {
 	int error;           /* first write error: publication fails with it */
 	int state;           /* atomic: enum kvt_stage_state */
 	bool durable;        /* atomic: synced since the last change */
+	bool orphan;         /* atomic: a close failed to publish it, and no
+			      * write came since: nobody's close will */
 
 	GMutex hash_lock;
 	GCond hash_cond;

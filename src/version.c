@@ -313,10 +313,13 @@ int kvt_publish_in_place(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_st
 again:
 	p = ret < 0 ? NULL : lock_parent_to_publish(fs, ino, &pd, &ret);
 	if (!p) {
-		/* Gone, or renamed to a temp name meanwhile: its rename
+		/* Failed (an orphan now, see kvt_version_set_size), gone,
+		 * or renamed to a temp name meanwhile: its rename
 		 * publishes it. */
 		kvt_publication_abort(fs->store, &prep);
 		kvt_version_wake(ino);
+		if (ret < 0)
+			__atomic_store_n(&st->orphan, true, __ATOMIC_RELEASE);
 		kvt_stage_unref(st);
 		return ret;
 	}
@@ -353,6 +356,8 @@ again:
 		sret = kvt_store_sync_published(fs->store, pd, name, &id);
 	kvt_dir_unref(pd);
 	kvt_version_wake(ino);
+	if (ret < 0)
+		__atomic_store_n(&st->orphan, true, __ATOMIC_RELEASE);
 	kvt_stage_unref(st);
 	if (ret == 0) {
 		kvt_published_clear(&pub);
@@ -370,7 +375,7 @@ int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 			 struct kvt_stage **wstage)
 {
 	struct kvt_stage *st = NULL;
-	bool publish, ref_inode = false, joined = false;
+	bool publish, ref_inode = false, joined = false, orphan = false;
 	int ret;
 
 	if (size == 0) {
@@ -393,6 +398,7 @@ int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 		if (ret < 0)
 			return ret;
 		ret = kvt_stage_truncate(st, size);
+		orphan = __atomic_load_n(&st->orphan, __ATOMIC_ACQUIRE);
 		kvt_version_put(st);
 		if (ret < 0)
 			return ret;
@@ -401,9 +407,10 @@ int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 	 * changed the version a writer is writing, which that writer's close
 	 * publishes.  A writer counted here may have closed already (its
 	 * RELEASE comes after close() returns): a version begun here is
-	 * nobody's to publish but this call's. */
+	 * nobody's to publish but this call's, and so is one whose close
+	 * failed to publish it (an orphan) with no write since. */
 	kvt_inode_lock(ino);
-	publish = !wstage && (!joined || ino->writers == 0);
+	publish = !wstage && (!joined || orphan || ino->writers == 0);
 	kvt_inode_unlock(ino);
 	return publish ? kvt_publish_in_place(fs, ino, NULL) : 0;
 }

@@ -20,6 +20,11 @@
 #                  in place (EIO): the writer's close() that succeeds has
 #                  published its version (a lookup took the name for gone
 #                  and the close published nothing)
+#   trunc-failed   a truncate(2) by path after a close() whose publication
+#                  failed (the rename onto the name, EIO), while another
+#                  descriptor still holds the file open for writing: the
+#                  truncate is published (it was left to a writer whose
+#                  close had already failed, and so was never published)
 # The first nine run vLLM's store (and load) with faults at a rate, and
 # check: the client gets an error for the affected blocks only (as many as
 # the faults the daemon counted, or for faults that may miss, at most that
@@ -51,7 +56,7 @@
 : "${KVT_FAULT_BLOCKS:=64}"
 : "${KVT_FAULT_ROUNDS:=1}"
 : "${KVT_FAULT_SIZE:=2M}"
-: "${KVT_FAULT_CASES:=stage-write stage-create object-link record-rename record-write fsync verify-read verify-stale list inplace-write lookup-eio}"
+: "${KVT_FAULT_CASES:=stage-write stage-create object-link record-rename record-write fsync verify-read verify-stale list inplace-write lookup-eio trunc-failed}"
 : "${KVT_FAULT_FILES:=12}"
 R=$KVT_FAULT_RATE
 B=$KVT_FAULT_BLOCKS
@@ -61,7 +66,7 @@ SIZE=$KVT_FAULT_SIZE
 kvt_require_root
 for c in $KVT_FAULT_CASES; do
 	case $c in
-	stage-write | stage-create | object-link | record-rename | record-write | fsync | verify-read | verify-stale | list | inplace-write | lookup-eio) ;;
+	stage-write | stage-create | object-link | record-rename | record-write | fsync | verify-read | verify-stale | list | inplace-write | lookup-eio | trunc-failed) ;;
 	*) bail "KVT_FAULT_CASES: unknown case '$c'" ;;
 	esac
 done
@@ -72,6 +77,7 @@ for c in $KVT_FAULT_CASES; do
 	case $c in
 	verify-read | verify-stale | list) n=$((n + 18 + 3 * ROUNDS)) ;;
 	lookup-eio) n=$((n + 7)) ;;
+	trunc-failed) n=$((n + 10)) ;;
 	inplace-write) n=$((n + 8)) ;;
 	*) n=$((n + 17 + 4 * ROUNDS)) ;;
 	esac
@@ -393,8 +399,49 @@ lookup_eio() {
 	fsck_clean "$name"
 }
 
+# trunc_failed: f.pt published ("oldold"); on a mount that fails the
+# first rename onto f.pt, one perl process holds
+# it open for writing without writing, rewrites it through a second
+# descriptor ("NEWNEW") whose close() fails, truncates it to 4 bytes by path and closes the first
+# descriptor.  The truncate answered success, so the file is 4 bytes: the
+# 4 first of either version (the failed close's bytes are the client's
+# to doubt), at once and after a remount.
+trunc_failed() {
+	local out got
+	name=trunc-failed
+	kvt_new_lower
+	kvt_mount
+	kvt_run sh -c 'printf oldold >"$1"' _ "$MNT/f.pt"
+	kvt_umount
+	mount_faults "rename:EIO:name=f.pt:max=1"
+	out=$(kvt_run perl -e '
+		my $p = $ARGV[0];
+		open(my $keep, "+<", $p) or die "open: $!\n";
+		open(my $w, "+<", $p) or die "open: $!\n";
+		syswrite($w, "NEWNEW") == 6 or die "write: $!\n";
+		print close($w) ? "closed" : "close failed: $!", "\n";
+		print truncate($p, 4) ? "truncated" : "truncate failed: $!", "\n";
+		print close($keep) ? "closed" : "close failed: $!", "\n";' "$MNT/f.pt" 2>&1)
+	[ "$out" = "close failed: Input/output error
+truncated
+closed" ]
+	ok $? "$name: the rewrite's close() failed (EIO), the truncate and the other close succeeded: $(echo $out)"
+	got=$(kvt_run cat "$MNT/f.pt" 2>&1)
+	[ "$got" = NEWN ] || [ "$got" = oldo ]
+	ok $? "$name: the file reads 4 bytes, the start of a version (read '$got')"
+	kvt_umount
+	fsck_clean "$name"
+	kvt_mount
+	got=$(kvt_run cat "$MNT/f.pt" 2>&1)
+	[ "$got" = NEWN ] || [ "$got" = oldo ]
+	ok $? "$name: after a remount too (read '$got')"
+	kvt_umount
+}
+
 for c in $KVT_FAULT_CASES; do
 	case $c in
+	trunc-failed)
+		trunc_failed ;;
 	lookup-eio)
 		lookup_eio ;;
 	inplace-write)
