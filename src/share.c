@@ -48,7 +48,7 @@ static void forget_all(struct kvt_fs *fs)
 static void look(struct kvt_share_watch *w)
 {
 	struct kvt_fs *fs = w->fs;
-	int others = kvt_store_other_mounts(fs->store);
+	int others = kvt_store_other_mount_live(fs->store);
 	bool was = __atomic_load_n(&fs->shared, __ATOMIC_ACQUIRE);
 	bool now = others != 0;
 

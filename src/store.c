@@ -198,9 +198,9 @@ bool kvt_store_no_exchange(struct kvt_store *s)
 	return __atomic_load_n(&s->no_exchange, __ATOMIC_RELAXED);
 }
 
-int kvt_store_other_mounts(struct kvt_store *s)
+int kvt_store_other_mount_live(struct kvt_store *s)
 {
-	int ret, n = 0;
+	int ret;
 	g_autoptr(GPtrArray) ents = kvt_dir_list(s->layout.staging, false, &ret);
 
 	if (!ents)
@@ -209,9 +209,9 @@ int kvt_store_other_mounts(struct kvt_store *s)
 		const struct kvt_dirent *e = ents->pdata[i];
 
 		if (strcmp(e->name, s->mount_id) && kvt_staging_live(&s->layout, e->name) == 1)
-			n++;
+			return 1;
 	}
-	return n;
+	return 0;
 }
 
 void kvt_store_set_stats(struct kvt_store *s, struct kvt_stats *stats)

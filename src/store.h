@@ -37,8 +37,10 @@ guint kvt_store_stale_removed(struct kvt_store *s);
 /* The lower file system refuses RENAME_EXCHANGE: names change under
  * holds (hold.h). */
 bool kvt_store_no_exchange(struct kvt_store *s);
-/* How many other mounts hold their staging lock now (this mount is not
- * counted), or -errno. */
-int kvt_store_other_mounts(struct kvt_store *s);
+/* Whether another mount holds its staging lock now: 1 yes, 0 no, or
+ * -errno.  The look stops at the first live one: each mount looks every
+ * second, and on a network file system each lock looked at is a few
+ * round trips, which for N hosts looking at all the others grew as N². */
+int kvt_store_other_mount_live(struct kvt_store *s);
 /* Counters the store moves (objects, dedups, bytes stored); may be NULL. */
 void kvt_store_set_stats(struct kvt_store *s, struct kvt_stats *stats);

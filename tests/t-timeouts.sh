@@ -15,11 +15,15 @@
 #     every second, and a loaded machine);
 #  4. -o shared: a second's timeouts from the start;
 #  5. entry_timeout and attr_timeout given: held (0: every lookup reaches
-#     the daemon).
+#     the daemon);
+#  6. four mounts of one store: a mount's look every second opens the
+#     lock of one other mount, not of each (on a network file system each
+#     is a few round trips, and N hosts looking at all the others made N²
+#     of them a second).
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root
-plan 30
+plan 39
 kvt_setup
 
 BLOCKS=200
@@ -158,3 +162,26 @@ present_counted "$MNT"
 [ "$n" = $BLOCKS ] && [ "$looked" -ge $BLOCKS ]
 ok $? "at once, each access() is a lookup in the daemon ($looked for $n)"
 kvt_umount
+
+# --- 6. many mounts: a look opens one other mount's lock ------------------------
+# The fault layer counts the opens of "lock" files (a rule that never
+# fires) and logs the count when the daemon exits.
+kvt_new_lower
+t0=$(date +%s.%N)
+KVT_FAULTS="open:EIO:name=lock:after=1000000000" kvt_mount
+others=()
+for i in 2 3 4; do
+	mkdir -p "$T/many$i"
+	kvt_start "$LOWER" "$T/many$i"
+	others+=("$T/many$i" "$KVT_LAST_PID")
+done
+sleep 4
+kvt_umount
+t1=$(date +%s.%N)
+opens=$(sed -n 's/^kvtierfs: fault injection: .*: [0-9]* faults in \([0-9]*\) calls$/\1/p' "$T/.log.part")
+secs=$(echo "$t1 - $t0" | bc -l)
+[ -n "$opens" ] && awk -v o="$opens" -v s="$secs" 'BEGIN { exit !(o <= s + 2) }'
+ok $? "with three other mounts live, the first opened $opens lock files in $(printf %.1f "$secs") s of looks every second (at most one a look)"
+for ((i = 0; i < ${#others[@]}; i += 2)); do
+	kvt_stop "${others[i]}" "${others[i + 1]}"
+done
