@@ -510,17 +510,17 @@ kvt_kill9() {
 
 # ---------------------------------------------------------------- setup
 
-# kvt_two_hosts STORE1 STORE2: one store seen through two client mounts of
+# kvt_two_hosts STORE1 STORE2 [OPTION...]: one store seen through two client mounts of
 # a shared file system (STORE2 is STORE1 through the other), made, and a
-# kvtierfs mount on each host: $K1 (pid $P1) and $K2 (pid $P2).  Two test
+# kvtierfs mount on each host (with the -o OPTIONs): $K1 (pid $P1) and $K2 (pid $P2).  Two test
 # points.
 kvt_two_hosts() {
 	mkdir "$1" "$T/k1" "$T/k2" || bail "mkdir failed"
 	K1=$T/k1
 	K2=$T/k2
-	kvt_start "$1" "$K1"
+	kvt_start "$1" "$K1" "${@:3}"
 	P1=$KVT_LAST_PID
-	kvt_start "$2" "$K2"
+	kvt_start "$2" "$K2" "${@:3}"
 	P2=$KVT_LAST_PID
 }
 
