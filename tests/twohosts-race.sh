@@ -155,7 +155,7 @@ ok $? "host A evicts d/x while host B reads it: B reads the whole block to its e
 	diag_file "$T/evict.err"
 # The hosts finish what the eviction left first (a release, a ".nfs" name
 # that NFS removes after the last close): the tree is taken once it
-# stays the same for half a second, so that only fsck acts meanwhile.
+# stays the same for half a second.
 tree() { find "$S1/objects" "$S1/staging" "$S1/names" | sort; }
 tree >"$T/tree.before"
 for ((i = 0; i < 20; i++)); do
@@ -167,10 +167,12 @@ done
 "$KVTIERFS_FSCK" --repair "$S1" >"$T/fsck-live.out" 2>&1
 st=$?
 tree >"$T/tree.after"
-[ "$st" != 0 ] && grep -q 'is in use by a mount' "$T/fsck-live.out" &&
-	cmp -s "$T/tree.before" "$T/tree.after"
-ok $? "kvtierfs-fsck --repair from a third client refuses while the hosts are mounted, removing nothing (exit $st)" ||
-	{ diag_file "$T/fsck-live.out"; diff "$T/tree.before" "$T/tree.after" | head -n 10 | sed 's/^/# /'; }
+# What a host adds meanwhile (a reclamation pass makes its staging's
+# "clock") is not fsck's: nothing may be gone.
+gone=$(comm -23 "$T/tree.before" "$T/tree.after" | head -n 5)
+[ "$st" != 0 ] && grep -q 'is in use by a mount' "$T/fsck-live.out" && [ -z "$gone" ]
+ok $? "kvtierfs-fsck --repair from a third client refuses while the hosts are mounted, removing nothing (exit $st)${gone:+; gone: $gone}" ||
+	diag_file "$T/fsck-live.out"
 
 # --- 16 threads per host on the same names ----------------------------------
 ok_kvclient "host A stores 8 blocks of 128 KiB, the names the race takes over" \
