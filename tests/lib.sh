@@ -510,10 +510,10 @@ kvt_kill9() {
 
 # ---------------------------------------------------------------- setup
 
-# kvt_two_hosts STORE1 STORE2 [OPTION...]: one store seen through two client mounts of
-# a shared file system (STORE2 is STORE1 through the other), made, and a
-# kvtierfs mount on each host (with the -o OPTIONs): $K1 (pid $P1) and $K2 (pid $P2).  Two test
-# points.
+# kvt_two_hosts STORE1 STORE2 [OPTION...]: one store seen through two
+# client mounts of a shared file system (STORE2 is STORE1 through the
+# other), made, and a kvtierfs mount on each host, with the OPTIONs: $K1
+# (pid $P1) and $K2 (pid $P2).  Two test points.
 kvt_two_hosts() {
 	mkdir "$1" "$T/k1" "$T/k2" || bail "mkdir failed"
 	K1=$T/k1

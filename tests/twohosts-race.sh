@@ -169,7 +169,7 @@ st=$?
 tree >"$T/tree.after"
 # What a host adds meanwhile (a reclamation pass makes its staging's
 # "clock") is not fsck's: nothing may be gone.
-gone=$(comm -23 "$T/tree.before" "$T/tree.after" | head -n 5)
+gone=$(comm -23 "$T/tree.before" "$T/tree.after" | head -n 5 | tr "\n" " ")
 [ "$st" != 0 ] && grep -q 'is in use by a mount' "$T/fsck-live.out" && [ -z "$gone" ]
 ok $? "kvtierfs-fsck --repair from a third client refuses while the hosts are mounted, removing nothing (exit $st)${gone:+; gone: $gone}" ||
 	diag_file "$T/fsck-live.out"
