@@ -23,7 +23,7 @@ cf_object_get "$o3" "$T/obj3" && [ "$(stat -c %s "$T/obj3")" = $SIZE ] &&
 	before=$(stat -c '%s %Y %Z' "$o3") && cf_object_put "$o3" "$T/obj3" &&
 	[ "$(stat -c '%s %Y %Z' "$o3")" = "$before" ]
 ok $? "a byte of block 3's object changed in the data pool: its size and times on the clients stay ($before)"
-th_drop_caches
+kvt_drop_caches
 r=$(th_damaged 3)
 [ "$r" = "eio enoent enoent enoent" ]
 ok $? "host B gets EIO, then both hosts miss it ($r)"
@@ -31,7 +31,7 @@ grep -q "purged .*: .*torn by hash" "$T/daemon.log"
 ok $? "the purge is logged: torn by hash"
 
 truncate -s $((SIZE / 2)) "$(obj_of 7)"
-th_drop_caches
+kvt_drop_caches
 r=$(th_damaged 7)
 [ "$r" = "enoent enoent enoent enoent" ]
 ok $? "block 7's object truncated through a client: both hosts miss it ($r)"

@@ -659,6 +659,31 @@ time.sleep(300)' "$1" "$2" >"$fifo" 2>>"$T/holder.err" &
 	[ "$line" = written ]
 }
 
+# kvt_drop_caches [--no-sync]: the kernel lets go of clean pages, dentries
+# and inodes, as a host's kernel does when it needs the memory: the next
+# access looks the name up and reads the bytes from below.  The sync
+# first makes dirty pages clean; --no-sync skips it where it would wait
+# on every other mount of the machine.
+kvt_drop_caches() {
+	[ "${1:-}" = --no-sync ] || sync
+	echo 3 >/proc/sys/vm/drop_caches 2>/dev/null ||
+		diag "cannot write /proc/sys/vm/drop_caches"
+}
+
+# kvt_ratio_at_most NUM DEN LIMIT: prints NUM / DEN (two decimals);
+# whether it is at most LIMIT.
+kvt_ratio_at_most() {
+	awk -v n="$1" -v d="$2" -v l="$3" 'BEGIN { r = n / d; printf "%.2f", r; exit !(r <= l) }'
+}
+
+# kvt_fault_counts: "FAULTS CALLS" summed over the KVT_FAULTS rules, from
+# the line per rule the daemon logged at exit ($T/.log.part: the last
+# daemon's log); nothing if it logged none.
+kvt_fault_counts() {
+	sed -n 's/^kvtierfs: fault injection: .*: \([0-9]*\) faults in \([0-9]*\) calls$/\1 \2/p' \
+		"$T/.log.part" | awk '{ f += $1; c += $2; n++ } END { if (n) print f, c }'
+}
+
 # kvt_xattr FILE NAME: the value of xattr NAME of FILE (text), or nothing.
 kvt_xattr() {
 	kvt_guard getfattr --absolute-names --only-values -n "$2" "$1" 2>/dev/null

@@ -73,19 +73,9 @@ server_cost() {
 		nfsd_ops | paste -d ' ' "$T/ops.before" - | awk '$4 > $2 { printf "%s=%d ", $1, $4 - $2 }')"
 }
 
-drop_caches() {
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-}
-
-# at_most NUM DEN LIMIT: whether NUM / DEN <= LIMIT; prints the ratio.
-at_most() {
-	awk -v n="$1" -v d="$2" -v l="$3" 'BEGIN { r = n / d; printf "%.2f", r; exit !(r <= l) }'
-}
-
 # Idle, each mount looks at the other's staging every second; measured
 # after the caches are dropped, as the loads are.
-drop_caches
+kvt_drop_caches
 server_cost "idle" sleep 10
 IDLE_RPCS=$(echo "$RPCS / $DT" | bc -l)
 IDLE_OPS=$(echo "$OPS / $DT" | bc -l)
@@ -100,16 +90,16 @@ ok $? "64 blocks stored on NFS directly"
 PLAIN_STORE=$RPCS PLAIN_STORE_OPS=$OPS
 server_cost "kvtierfs store" "$BENCH" --dir "$K1" "${BLOCKS[@]}" --phases store
 ok $? "the same 64 blocks stored through kvtierfs on host A"
-r=$(at_most "$RPCS" "$PLAIN_STORE" 1.5)
-ok $? "a store costs the server $r times the requests of a plain one (at most 1.5; operations: $(at_most "$OPS" "$PLAIN_STORE_OPS" 1000)): $RPCS against $PLAIN_STORE"
+r=$(kvt_ratio_at_most "$RPCS" "$PLAIN_STORE" 1.5)
+ok $? "a store costs the server $r times the requests of a plain one (at most 1.5; operations: $(kvt_ratio_at_most "$OPS" "$PLAIN_STORE_OPS" 1000)): $RPCS against $PLAIN_STORE"
 
-drop_caches
+kvt_drop_caches
 server_cost "plain load" "$BENCH" --dir "$NF2/plain" "${BLOCKS[@]}" --phases load --check
 ok $? "64 blocks loaded from NFS directly, checked"
 PLAIN_LOAD=$RPCS PLAIN_LOAD_OPS=$OPS
 server_cost "kvtierfs load" "$BENCH" --dir "$K2" "${BLOCKS[@]}" --phases load --check
 ok $? "the same 64 blocks loaded through kvtierfs on host B, checked"
-r=$(at_most "$RPCS" "$PLAIN_LOAD" 4.0)
-ok $? "a first load costs the server $r times the requests of a plain one (at most 4.0; operations: $(at_most "$OPS" "$PLAIN_LOAD_OPS" 1000)): $RPCS against $PLAIN_LOAD"
+r=$(kvt_ratio_at_most "$RPCS" "$PLAIN_LOAD" 4.0)
+ok $? "a first load costs the server $r times the requests of a plain one (at most 4.0; operations: $(kvt_ratio_at_most "$OPS" "$PLAIN_LOAD_OPS" 1000)): $RPCS against $PLAIN_LOAD"
 kvt_stop "$K1" "$P1"
 kvt_stop "$K2" "$P2"

@@ -41,13 +41,6 @@ probe() {
 		2>>"$T/probe.err"
 }
 
-# drop_caches: the kernel forgets clean pages, dentries and inodes, so the
-# next access is a LOOKUP.  (No sync: it would wait on every other mount.)
-drop_caches() {
-	echo 3 >/proc/sys/vm/drop_caches 2>/dev/null ||
-		diag "cannot write /proc/sys/vm/drop_caches"
-}
-
 # restore DESC KEY...: store the consecutive blocks KEY... again (vllm-store,
 # same keys): all are stored (none skipped), each reads back ok (O_DIRECT)
 # and is then 'verified'.  One test point.
@@ -157,7 +150,7 @@ for kind in $DMG_KINDS; do
 	dmg_stats "$T/before"
 	mark=$(dmg_log_mark)
 	damage "$kind" $k
-	drop_caches
+	kvt_drop_caches --no-sync
 	found "mounted" "$kind" $k "$T/before" "$mark"
 	k=$((k + $(wc -w <<<"$(dmg_keys "$kind" $k)")))
 done

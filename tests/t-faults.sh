@@ -103,13 +103,6 @@ mount_faults() {
 	unset KVT_FAULTS
 }
 
-# fault_counts: "FAULTS CALLS" summed over the rules, from the line per
-# rule the daemon logged at exit ($T/.log.part: the last daemon's log).
-fault_counts() {
-	sed -n 's/^kvtierfs: fault injection: .*: \([0-9]*\) faults in \([0-9]*\) calls$/\1 \2/p' \
-		"$T/.log.part" | awk '{ f += $1; c += $2; n++ } END { if (n) print f, c }'
-}
-
 # fsck_clean: kvtierfs-fsck finds $LOWER clean (one test point).
 fsck_clean() {
 	local out rc
@@ -239,7 +232,7 @@ run_case() {
 	done
 	lower_errors=$(kvt_stat "$MNT" lower_errors)
 	kvt_umount
-	read -r f calls < <(fault_counts)
+	read -r f calls < <(kvt_fault_counts)
 	if [ "$rel" = exact ]; then
 		[ -n "$f" ] && [ "$f" -ge 1 ] && [ "$failed" = "$f" ]
 	else

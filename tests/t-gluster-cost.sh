@@ -48,16 +48,6 @@ brick_ops() {
 		"$T/profile.out"))"
 }
 
-drop_caches() {
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-}
-
-# at_most NUM DEN LIMIT: whether NUM / DEN <= LIMIT; prints the ratio.
-at_most() {
-	awk -v n="$1" -v d="$2" -v l="$3" 'BEGIN { r = n / d; printf "%.2f", r; exit !(r <= l) }'
-}
-
 brick_ops "idle" sleep 3
 IDLE_RATE=$(echo "$OPS / 3" | bc -l)
 [ "$OPS" -lt 300 ]
@@ -71,17 +61,17 @@ PLAIN_STORE=$OPS
 brick_ops "kvtierfs store" "$BENCH" --dir "$K1" "${BLOCKS[@]}" --phases store
 ok $? "the same 64 blocks stored through kvtierfs on host A"
 KVT_STORE=$OPS
-r=$(at_most "$KVT_STORE" "$PLAIN_STORE" 1.35)
+r=$(kvt_ratio_at_most "$KVT_STORE" "$PLAIN_STORE" 1.35)
 ok $? "a store costs the server $r times a plain one (at most 1.35): $KVT_STORE against $PLAIN_STORE operations"
 
-drop_caches
+kvt_drop_caches
 brick_ops "plain load" "$BENCH" --dir "$GL2/plain" "${BLOCKS[@]}" --phases load --check
 ok $? "64 blocks loaded from GlusterFS directly, checked"
 PLAIN_LOAD=$OPS
 brick_ops "kvtierfs load" "$BENCH" --dir "$K2" "${BLOCKS[@]}" --phases load --check
 ok $? "the same 64 blocks loaded through kvtierfs on host B, checked"
 KVT_LOAD=$OPS
-r=$(at_most "$KVT_LOAD" "$PLAIN_LOAD" 2.6)
+r=$(kvt_ratio_at_most "$KVT_LOAD" "$PLAIN_LOAD" 2.6)
 ok $? "a first load costs the server $r times a plain one (at most 2.6): $KVT_LOAD against $PLAIN_LOAD operations"
 
 "${GL_CLI[@]}" volume profile "$GL_VOL" stop >>"$T/profile.log" 2>&1

@@ -43,7 +43,7 @@ flip() {
 }
 
 flip 3
-th_drop_caches
+kvt_drop_caches
 r=$(th_damaged 3)
 [ "$r" = "eio enoent enoent enoent" ]
 ok $? "a byte flipped on the server, times kept: host B gets EIO, then both hosts miss it ($r)"
@@ -54,14 +54,14 @@ flip 5
 r=$(th_damaged 5)
 [[ "$r" =~ ^(ok )*eio( enoent)*$ ]] || [[ "$r" =~ ^(ok )+(ok)$ ]]
 ok $? "flipped while both hosts' caches hold the block: right bytes from a cache, or EIO then misses, never wrong ($r)"
-th_drop_caches
+kvt_drop_caches
 r=$(th_damaged 5)
 [[ "$r" =~ ^(eio|enoent)( enoent)*$ ]]
 ok $? "and once the caches let go: EIO or a miss, then misses ($r)"
 
 obj=$(kvt_xattr "$K1/$(rel_of 7)" user.kvtierfs.object)
 truncate -s $((SIZE / 2)) "$SRV/$obj"
-th_drop_caches
+kvt_drop_caches
 r=$(th_damaged 7)
 [ "$r" = "enoent enoent enoent enoent" ]
 ok $? "truncated on the server: both hosts miss it ($r)"

@@ -60,14 +60,6 @@ th_damaged() {
 	echo "${out[*]}"
 }
 
-# th_drop_caches: the clients keep the old bytes in their page caches, as
-# a host's kernel does, until it needs the memory: damage shows once they
-# let go.
-th_drop_caches() {
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-}
-
 # th_others_ok N KEY...: every block 0..N-1 but KEY... loads right on both
 # hosts.  One test point.
 th_others_ok() {
