@@ -284,11 +284,13 @@ void kvt_layout_close(struct kvt_layout *l)
 	g_clear_pointer(&l->root, kvt_dir_unref);
 }
 
-/* The lock of @stage, opened with @oflags and taken. */
-static int take_lock(struct kvt_dir *stage, int oflags)
+/* @d/@name, opened with @oflags, and a write lock on @len bytes of it
+ * from @start (0: to its end, however long it grows) taken. */
+static int take_lock(struct kvt_dir *d, const char *name, int oflags, off_t start, off_t len)
 {
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	int fd = kvt_dir_open_file(stage, "lock", O_RDWR | oflags, 0600, NULL);
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = start,
+			    .l_len = len };
+	int fd = kvt_dir_open_file(d, name, O_RDWR | oflags, 0600, NULL);
 
 	if (fd < 0)
 		return fd;
@@ -303,7 +305,15 @@ static int take_lock(struct kvt_dir *stage, int oflags)
 
 int kvt_staging_lock(struct kvt_dir *stage, bool create)
 {
-	return take_lock(stage, create ? O_CREAT | O_EXCL : 0);
+	return take_lock(stage, "lock", create ? O_CREAT | O_EXCL : 0, 0, 0);
+}
+
+/* Past any marker's end: the byte is nobody's data. */
+#define RECLAIMER_BYTE 4096
+
+int kvt_layout_lock_reclaimer(struct kvt_layout *l)
+{
+	return take_lock(l->root, KVT_MARKER, 0, RECLAIMER_BYTE, 1);
 }
 
 int kvt_staging_live(struct kvt_layout *l, const char *name)
@@ -366,7 +376,7 @@ int kvt_staging_remove(struct kvt_layout *l, const char *name)
 	 * last: a mount being born here (its lock not made or not taken yet)
 	 * then fails to make or take it and starts over in another
 	 * directory, and a mount that holds it keeps every file. */
-	lock = take_lock(stage, O_CREAT);
+	lock = take_lock(stage, "lock", O_CREAT, 0, 0);
 	if (lock == -EAGAIN)
 		return -EBUSY;
 	ents = kvt_dir_list(stage, false, &ret);

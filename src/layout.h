@@ -16,6 +16,11 @@
  * every move of a record in moves/ for as long as it lasts, and says so
  * with staging/<id>/marks-moves, made before its lock is taken: the rule
  * by which a mounted store reclaims orphans rests on it (reclaim.c).
+ * One mount of a store reclaims orphans at a time: the one that holds an
+ * OFD write lock on one byte of the marker, past its end
+ * (kvt_layout_lock_reclaimer): each pass reads every record, and on a
+ * shared file system N hosts passing would cost its server N times the
+ * reads for no more orphans found.
  * moves/ came after format 1 was fixed: a store made before it gets it at
  * its next mount, and a store without it is read as one where no move is
  * in progress. */
@@ -82,6 +87,9 @@ int kvt_staging_remove(struct kvt_layout *l, const char *name);
 /* Takes the lock of a staging directory: -EAGAIN if a live mount holds
  * it.  The fd holds the lock; close it to let go. */
 int kvt_staging_lock(struct kvt_dir *stage, bool create);
+/* Takes the reclaimer's lock (above): -EAGAIN if another live mount holds
+ * it.  The fd holds the lock; close it to let go. */
+int kvt_layout_lock_reclaimer(struct kvt_layout *l);
 /* "a FIFO", "a symbolic link"...: what is at @d/@name instead of what the
  * layout wants there. */
 const char *kvt_layout_what_is(struct kvt_dir *d, const char *name);

@@ -201,6 +201,8 @@ struct kvt_reclaimer {
 	gint stop;
 	GThread *thread;
 	double interval;
+	int lead_fd;        /* holds the reclaimer's lock (layout.h), or -1 */
+	bool deferring;     /* another mount held it at the last look */
 };
 
 /* Counts @n units of work and waits as long as the rate asks; false when
@@ -698,9 +700,43 @@ struct kvt_reclaimer *kvt_reclaimer_new(struct kvt_store *s, const struct kvt_re
 		r->o.filter_bytes = KVT_RECLAIM_FILTER_BYTES;
 	/* Mounts sweeping side by side use other seeds, and so do passes. */
 	r->seed = (guint64)g_random_int() << 32 | g_random_int();
+	r->lead_fd = -1;
 	g_mutex_init(&r->lock);
 	g_cond_init(&r->cond);
 	return r;
+}
+
+/* Whether this mount is the one that reclaims the store (layout.h): it
+ * holds the lock from its first pass on; the others look for it again
+ * before each of theirs, and take over when its mount is gone. */
+static bool lead(struct kvt_reclaimer *r)
+{
+	int fd;
+
+	if (r->lead_fd >= 0)
+		return true;
+	fd = kvt_layout_lock_reclaimer(&r->s->layout);
+	if (fd == -EAGAIN) {
+		kvt_store_count(r->s, KVT_STAT_reclaim_deferred, 1);
+		if (!r->deferring)
+			g_message("another mount reclaims the orphans of this store; this one "
+				  "takes over when it is gone");
+		r->deferring = true;
+		return false;
+	}
+	if (fd < 0) {
+		/* No byte-range lock there, or the marker is not writable
+		 * (a squashed root): passing as every mount may is safe,
+		 * only dearer. */
+		g_debug("%s: reclaimer's lock: %s; reclaiming anyway", KVT_MARKER,
+			g_strerror(-fd));
+		return true;
+	}
+	if (r->deferring)
+		g_message("this mount now reclaims the orphans of this store");
+	r->deferring = false;
+	r->lead_fd = fd;
+	return true;
 }
 
 static gpointer run(gpointer data)
@@ -720,6 +756,10 @@ static gpointer run(gpointer data)
 		g_mutex_unlock(&r->lock);
 		if (stop)
 			return NULL;
+		if (!lead(r)) {
+			wait = MAX(r->interval, 1.0);
+			continue;
+		}
 		kvt_reclaimer_pass(r, &res);
 		/* A pass that stopped early costs almost nothing: not in a
 		 * loop. */
@@ -743,6 +783,8 @@ void kvt_reclaimer_free(struct kvt_reclaimer *r)
 	g_mutex_unlock(&r->lock);
 	if (r->thread)
 		g_thread_join(r->thread);
+	if (r->lead_fd >= 0)
+		close(r->lead_fd);
 	g_mutex_clear(&r->lock);
 	g_cond_clear(&r->cond);
 	g_free(r);

@@ -44,6 +44,7 @@ static const struct {
 	{ "orphan_bytes_reclaimed", "removals", "Bytes of the orphan objects removed" },
 	{ "reclaim_passes", "removals", "Orphan reclamation passes that swept" },
 	{ "reclaim_aborted", "removals", "Orphan reclamation passes stopped before sweeping" },
+	{ "reclaim_deferred", "removals", "Orphan reclamation passes left to the mount that reclaims" },
 	{ "lower_errors", "other", "Failures of the lower file system (EIO, ESTALE, ENOSPC, ...)" },
 };
 static const char *const groups[] = { "lookups", "stores", "loads", "torn", "removals", "other" };

@@ -27,6 +27,7 @@
 	X(orphan_bytes_reclaimed) /* bytes of the objects that went */       \
 	X(reclaim_passes) /* reclamation passes that swept */                \
 	X(reclaim_aborted) /* ... that stopped before sweeping */            \
+	X(reclaim_deferred) /* ... not made: another mount reclaims */      \
 	X(lower_errors) /* failures of the lower file system (lowerr.h) */
 
 enum kvt_stat {

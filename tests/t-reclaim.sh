@@ -18,7 +18,13 @@
 #    of a mount that is gone back and forth between directories (and
 #    renames the directory), both publish, and a third mount is killed in
 #    the middle of its stores: every name reads back, the dead mount's
-#    orphans are reclaimed, fsck finds the store clean.
+#    orphans are reclaimed, fsck finds the store clean.  (One mount of a
+#    store reclaims at a time, part 4; the second cannot take the lock
+#    that says which, as where the marker is not writable, and so passes
+#    too.)
+# 4. One mount reclaims at a time: the second mount of a store leaves the
+#    passes to the first, and takes over once the first has gone, with the
+#    orphans it left.
 #
 # KVT_STRESS=1: 20 catches in part 2 instead of 3 (KVT_RECLAIM_CATCHES=N).
 . "$(dirname "$0")/lib.sh"
@@ -30,7 +36,7 @@ FAST=reclaim=1000000,reclaim_interval=0.1
 CATCHES=${KVT_RECLAIM_CATCHES:-$(kvt_stress_pick 3 20)}
 
 kvt_require_root
-plan 54
+plan 64
 kvt_setup
 [ -x "$KVTIERFS_FSCK" ] || bail "kvtierfs-fsck is not built: $KVTIERFS_FSCK"
 
@@ -307,7 +313,9 @@ ok $? "$M0 names of a mount that is gone, 4 of their records lost: all their obj
 M0=$((M0 - 4))
 
 kvt_mount "$FAST"
-kvt_start "$LOWER" "$MNT2" "$FAST"
+# Its first open of the marker is the mount's; the next ones are the
+# reclaimer's lock, refused.
+KVT_FAULTS="open:EACCES:name=kvtierfs-store:after=1" kvt_start "$LOWER" "$MNT2" "$FAST"
 PIDB=$KVT_LAST_PID
 kvt_start "$LOWER" "$MNT3" reclaim=0
 PIDC=$KVT_LAST_PID
@@ -397,3 +405,28 @@ ok $? "kvtierfs-fsck: clean: $(tail -n 1 "$T/fsck.out")" || diag_file "$T/fsck.o
 orphans=$(grep -c '^orphan ' "$T/fsck.out")
 kvt_stress_summary "$caught" "$blocks" "$wrong" - "$orphans"
 umount "$LOWER"
+
+# --- 4. one mount reclaims at a time -----------------------------------
+kvt_new_lower
+kvt_mount reclaim_interval=0.5
+ok_kvclient "a mount stores 4 blocks" \
+	vllm-store --dir "$MNT" --model m4 --blocks 4 --size 65536 --threads 1 --odirect
+kvt_start "$LOWER" "$MNT2" reclaim_interval=0.5
+PIDB=$KVT_LAST_PID
+wait_stat "$MNT2" reclaim_deferred 3
+ok $? "a second mount of the store leaves the passes to the first ($(kvt_stat "$MNT2" reclaim_deferred) deferred)"
+pa=$(kvt_stat "$MNT" reclaim_passes) pb=$(kvt_stat "$MNT2" reclaim_passes)
+da=$(kvt_stat "$MNT" reclaim_deferred)
+[ "$pa" -ge 2 ] && [ "$pb" = 0 ] && [ "$da" = 0 ]
+ok $? "... which makes them: $pa passes against $pb (and $da deferred)"
+log_part "$PIDB" | grep -q "another mount reclaims the orphans of this store"
+ok $? "... and the second says so in its log"
+kvt_umount
+mapfile -t LOST < <(find "$LOWER/names" -name '*.bin' -type f | LC_ALL=C sort | head -n 2)
+rm -f "${LOST[@]}"
+# a lost record's object: its reference, then its anchor
+wait_stat "$MNT2" orphans_reclaimed 4
+ok $? "once the first mount is gone the second reclaims: the 2 lost records' objects ($(kvt_stat "$MNT2" orphans_reclaimed) links, $(kvt_stat "$MNT2" reclaim_passes) passes)"
+log_part "$PIDB" | grep -q "this mount now reclaims the orphans of this store"
+ok $? "... and says it took over"
+kvt_stop "$MNT2" "$PIDB"
