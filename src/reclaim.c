@@ -105,6 +105,11 @@
 #define FILTER_HASHES 7
 #define FILTER_MIN_BITS (1u << 20)
 #define CLOCK_FILE "clock"
+/* A pass takes at most this share of the time: on a network file system
+ * a record read is a dozen round trips, and a pass over a large store
+ * would otherwise run back to back with the next, all the time, a load
+ * on the server for orphans that are rare. */
+#define DUTY_SHARE 10
 
 /* Why a pass swept nothing; the first ones hold until a mount changes. */
 static const char WHY_OLD_MOUNT[] = "a mount that does not mark its moves (an older kvtierfs) uses the store";
@@ -762,8 +767,9 @@ static gpointer run(gpointer data)
 		}
 		kvt_reclaimer_pass(r, &res);
 		/* A pass that stopped early costs almost nothing: not in a
-		 * loop. */
+		 * loop.  One that took long waits for its share. */
 		wait = res.again ? 0 : res.aborted ? MAX(r->interval, 1.0) : r->interval;
+		wait = MAX(wait, res.secs * (DUTY_SHARE - 1));
 	}
 }
 

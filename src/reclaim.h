@@ -55,9 +55,10 @@ struct kvt_reclaimer *kvt_reclaimer_new(struct kvt_store *s,
 void kvt_reclaimer_pass(struct kvt_reclaimer *r, struct kvt_reclaim_result *res);
 /* Passes in a thread of its own, @interval seconds after the start and
  * after each one ends (at once after one that asks to go again, a second
- * at least after one that stopped early), while this mount is the one
- * that reclaims the store (layout.h); until then it looks again every
- * @interval seconds (a second at least). */
+ * at least after one that stopped early), but never sooner than nine
+ * times what the pass took, so that passes take a tenth of the time;
+ * while this mount is the one that reclaims the store (layout.h).  Until
+ * then it looks again every @interval seconds (a second at least). */
 void kvt_reclaimer_start(struct kvt_reclaimer *r, double interval);
 /* Stops the thread (a pass in progress ends at its next entry) and
  * frees; NULL is a no-op. */
