@@ -151,26 +151,33 @@ static bool has_refs(struct kvt_dir *fan, const char *anchor)
 	return false;
 }
 
+/* Removes @anchor if it is all that is left of its inode: nobody uses
+ * these bytes.  Every link but the anchor is a reference, and every
+ * removal of a reference (or making of an anchor, kvt_object_anchor) is
+ * followed by this look, so the last one's sees the count at 1
+ * (object.h).  Not on NFS: there the references are counted by name
+ * (has_refs).  A mount that links to the anchor between the look and the
+ * unlink holds its own reference: it loses the sharing only. */
+static void drop_lone_anchor(struct kvt_store *s, struct kvt_dir *fan, const char *anchor)
+{
+	struct stat st;
+
+	if (s->silly_renames ? !has_refs(fan, anchor) :
+	    kvt_dir_stat(fan, anchor, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1)
+		kvt_dir_unlink(fan, anchor);
+}
+
 int kvt_object_release(struct kvt_store *s, const struct kvt_record *rec)
 {
 	g_autoptr(kvt_dir) fan = NULL;
 	g_autofree char *ref = kvt_object_ref_name(rec);
 	g_autofree char *anchor = kvt_object_anchor_name(&rec->hash);
-	struct stat st;
 	int ret = fanout_dir(s, &rec->hash, false, &fan);
 
 	if (ret < 0)
 		return ret == -ENOENT ? 0 : ret;
 	ret = kvt_dir_unlink(fan, ref);
-	/* Only the anchor left: nobody uses these bytes.  Every link but the
-	 * anchor is a reference, and every reference's removal is followed by
-	 * this look, so the last one's sees the count at 1 (object.h).  Not
-	 * on NFS: there the references are counted by name (has_refs).  A
-	 * mount that links to the anchor between the look and the unlink
-	 * holds its own reference: it loses the sharing only. */
-	if (s->silly_renames ? !has_refs(fan, anchor) :
-	    kvt_dir_stat(fan, anchor, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1)
-		kvt_dir_unlink(fan, anchor);
+	drop_lone_anchor(s, fan, anchor);
 	return ret == -ENOENT ? 0 : ret;
 }
 
@@ -248,7 +255,26 @@ int kvt_object_make(struct kvt_store *s, const char *stage_name, uint64_t size,
 	return 0;
 }
 
-void kvt_object_anchor(struct kvt_store *s, const struct kvt_record *rec)
+/* Whether @ref is still there once its anchor is made.  A network file
+ * system's client links the inode it looked @ref up as, not the name:
+ * another mount that released @ref between that lookup and the link
+ * (the staged file, still open here, keeps the inode alive: as a ".nfs"
+ * name on NFS) leaves an anchor that no reference uses and nobody would
+ * remove.  @fd is the staged file: its link count is one call on an open
+ * file, where a look by name is three round trips on GlusterFS; not on
+ * NFS, where the ".nfs" name counts too. */
+static bool ref_left(struct kvt_store *s, struct kvt_dir *fan, const char *ref, int fd)
+{
+	struct stat st;
+
+	if (s->silly_renames || fd < 0)
+		return kvt_dir_stat(fan, ref, &st) != -ENOENT;
+	/* The anchor and the reference (or a reference another mount
+	 * linked to the anchor meanwhile: its release looks again). */
+	return fstat(fd, &st) != 0 || st.st_nlink > 1;
+}
+
+void kvt_object_anchor(struct kvt_store *s, const struct kvt_record *rec, int fd)
 {
 	g_autoptr(kvt_dir) fan = NULL;
 	g_autofree char *ref = kvt_object_ref_name(rec);
@@ -260,6 +286,11 @@ void kvt_object_anchor(struct kvt_store *s, const struct kvt_record *rec)
 	 * and these simply are not shared. */
 	if (ret == 0)
 		ret = kvt_dir_link(fan, ref, fan, anchor);
+	/* Made, but maybe for a reference released meanwhile: then the
+	 * anchor goes as that release would have removed it.  Of the
+	 * release's look and this one, the later sees the other's step. */
+	if (ret == 0 && !ref_left(s, fan, ref, fd))
+		drop_lone_anchor(s, fan, anchor);
 	if (ret < 0 && ret != -EEXIST && ret != -ENOENT)
 		g_debug("anchor objects/%02x/%s: %s", rec->hash.b[0], anchor, g_strerror(-ret));
 }

@@ -66,11 +66,12 @@ bool kvt_object_parse_name(const char *fanout, const char *name, kvt_hash *h,
  * says which it was. */
 int kvt_object_make(struct kvt_store *s, const char *stage_name, uint64_t size,
 		    const kvt_hash *hash, struct kvt_record *rec, bool *dedup);
-/* After the publication of new bytes, once the staged file is gone: links
- * the anchor to @rec's reference, so that later stores share them.  None
- * when the reference went meanwhile (another mount replaced the record and
- * released it) or another anchor of the same hash came first. */
-void kvt_object_anchor(struct kvt_store *s, const struct kvt_record *rec);
+/* After the publication of new bytes, once the staged file's name is
+ * gone (@fd: that file, still open, or -1): links the anchor to @rec's
+ * reference, so that later stores share them.  None when the reference
+ * went meanwhile (another mount replaced the record and released it, also
+ * just after the link) or another anchor of the same hash came first. */
+void kvt_object_anchor(struct kvt_store *s, const struct kvt_record *rec, int fd);
 /* Undoes kvt_object_make (the record could not be installed): the
  * reference goes (dedup: released as any other). */
 int kvt_object_unmake(struct kvt_store *s, const struct kvt_record *rec, bool dedup);

@@ -222,7 +222,7 @@ void kvt_publication_finish(struct kvt_store *s, struct kvt_publication *p,
 		memset(&out->rec_st, 0, sizeof(out->rec_st));
 	kvt_dir_unlink(s->stage, p->st->name);
 	if (!p->dedup)
-		kvt_object_anchor(s, &p->rec);
+		kvt_object_anchor(s, &p->rec, p->st->fd);
 	if (!keep_replaced && out->replaced.ref[0]) {
 		kvt_object_release(s, &out->replaced);
 		kvt_record_clear(&out->replaced);

@@ -54,5 +54,5 @@ th_remote_store CephFS
 . "$(dirname "$0")/cephfs-body.sh"
 
 # The races of t-gluster-race.sh.
-th_new_store "$CF1/race" "$CF2/race"
+th_new_store "$CF1/race" "$CF2/race" reclaim=0
 . "$(dirname "$0")/twohosts-race.sh"

@@ -76,10 +76,10 @@ gl_setup() {
 	done
 }
 
-# gl_two_hosts: a store on the volume and a kvtierfs mount on each host,
-# $K1 (pid $P1) over $GL1 and $K2 (pid $P2) over $GL2.
+# gl_two_hosts [OPTION...]: a store on the volume and a kvtierfs mount on
+# each host, $K1 (pid $P1) over $GL1 and $K2 (pid $P2) over $GL2.
 gl_two_hosts() {
-	kvt_two_hosts "$GL1/store" "$GL2/store"
+	kvt_two_hosts "$GL1/store" "$GL2/store" "$@"
 }
 
 # gl_procs: the brick and client processes of this rig (their command

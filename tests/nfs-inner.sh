@@ -31,5 +31,5 @@ S1=$NF1/store
 S2=$NF2/store
 . "$(dirname "$0")/twohosts-basic.sh"
 
-th_new_store "$NF1/race" "$NF2/race"
+th_new_store "$NF1/race" "$NF2/race" reclaim=0
 . "$(dirname "$0")/twohosts-race.sh"

@@ -14,7 +14,7 @@ kvt_setup
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 
 gl_setup
-gl_two_hosts
+gl_two_hosts reclaim=0
 grep -q "another mount uses the store" "$T/daemon.log" &&
 	[ "$(grep -c "no RENAME_EXCHANGE: a name is replaced or removed under a flock" "$T/daemon.log")" = 2 ]
 ok $? "two hosts on one GlusterFS store; each says its names change under flocks"

@@ -4,7 +4,9 @@
 # store: sourced by t-gluster-race.sh and, in their virtual machines,
 # nfs-inner.sh and cephfs-kernel-inner.sh once both hosts are up (kvt_two_hosts: $K1, $P1, $K2, $P2),
 # with the store at $S1 through host A's client mount and at $S2 through
-# host B's.  22 test points.  Both hosts run on a file system without
+# host B's, both mounted with reclaim=0: a reclamation pass would remove
+# what a race leaked, which the fsck at the end is to find.  22 test
+# points.  Both hosts run on a file system without
 # RENAME_EXCHANGE, where names change under a hold (src/hold.h).
 #   - A version of another size that host A puts at a name host B has
 #     just read: B reads one whole version, never the new bytes cut at the

@@ -37,10 +37,11 @@ th_remote_store() {
 th_new_store() {
 	S1=$1
 	S2=$2
+	shift 2
 	mkdir "$S1" || bail "mkdir failed"
-	kvt_start "$S1" "$K1"
+	kvt_start "$S1" "$K1" "$@"
 	P1=$KVT_LAST_PID
-	kvt_start "$S2" "$K2"
+	kvt_start "$S2" "$K2" "$@"
 	P2=$KVT_LAST_PID
 }
 
