@@ -220,8 +220,11 @@ void kvt_publication_finish(struct kvt_store *s, struct kvt_publication *p,
 	 * network file system it is a round trip more per store. */
 	if (kvt_dir_stat(d, name, &out->rec_st) < 0 || out->rec_st.st_ino != p->record_ino)
 		memset(&out->rec_st, 0, sizeof(out->rec_st));
-	kvt_dir_unlink(s->stage, p->st->name);
-	if (!p->dedup)
+	/* New bytes get their anchor only once the staged file's link is
+	 * gone (object.h): while it counts, a release by another mount (or
+	 * by this one) keeps an anchor that nobody removes afterwards.  If
+	 * it stays, these bytes are not shared. */
+	if (kvt_dir_unlink(s->stage, p->st->name) == 0 && !p->dedup)
 		kvt_object_anchor(s, &p->rec, p->st->fd);
 	if (!keep_replaced && out->replaced.ref[0]) {
 		kvt_object_release(s, &out->replaced);

@@ -25,6 +25,10 @@
 #                  descriptor still holds the file open for writing: the
 #                  truncate is published (it was left to a writer whose
 #                  close had already failed, and so was never published)
+#   stage-unlink   the staged file of a publication cannot be unlinked
+#                  (EIO), then the name is replaced: the first version's
+#                  object goes with its record all the same, no object is
+#                  left that no name uses
 # The first nine run vLLM's store (and load) with faults at a rate, and
 # check: the client gets an error for the affected blocks only (as many as
 # the faults the daemon counted, or for faults that may miss, at most that
@@ -56,7 +60,7 @@
 : "${KVT_FAULT_BLOCKS:=64}"
 : "${KVT_FAULT_ROUNDS:=1}"
 : "${KVT_FAULT_SIZE:=2M}"
-: "${KVT_FAULT_CASES:=stage-write stage-create object-link record-rename record-write fsync verify-read verify-stale list inplace-write lookup-eio trunc-failed}"
+: "${KVT_FAULT_CASES:=stage-write stage-create object-link record-rename record-write fsync verify-read verify-stale list inplace-write lookup-eio trunc-failed stage-unlink}"
 : "${KVT_FAULT_FILES:=12}"
 R=$KVT_FAULT_RATE
 B=$KVT_FAULT_BLOCKS
@@ -66,7 +70,7 @@ SIZE=$KVT_FAULT_SIZE
 kvt_require_root
 for c in $KVT_FAULT_CASES; do
 	case $c in
-	stage-write | stage-create | object-link | record-rename | record-write | fsync | verify-read | verify-stale | list | inplace-write | lookup-eio | trunc-failed) ;;
+	stage-write | stage-create | object-link | record-rename | record-write | fsync | verify-read | verify-stale | list | inplace-write | lookup-eio | trunc-failed | stage-unlink) ;;
 	*) bail "KVT_FAULT_CASES: unknown case '$c'" ;;
 	esac
 done
@@ -78,6 +82,7 @@ for c in $KVT_FAULT_CASES; do
 	verify-read | verify-stale | list) n=$((n + 18 + 3 * ROUNDS)) ;;
 	lookup-eio) n=$((n + 7)) ;;
 	trunc-failed) n=$((n + 10)) ;;
+	stage-unlink) n=$((n + 7)) ;;
 	inplace-write) n=$((n + 8)) ;;
 	*) n=$((n + 17 + 4 * ROUNDS)) ;;
 	esac
@@ -431,8 +436,35 @@ closed" ]
 	kvt_umount
 }
 
+# stage_unlink: on a mount where the first unlink of a staged file fails
+# (EIO), f.bin is stored the vLLM way (tmp + rename: that publication's
+# staged file stays), then replaced.  The first version's object goes
+# with its record, and its staged file at the unmount: the store is
+# clean.  An anchor made while the staged file's link still counted
+# would be kept by the release (object.h), then left alone.
+stage_unlink() {
+	local got f calls
+	name=stage-unlink
+	kvt_new_lower
+	mount_faults "unlink:EIO:name=d.*:max=1"
+	kvt_run sh -c 'printf one >"$1.tmp" && mv "$1.tmp" "$1"' _ "$MNT/f.bin"
+	ok $? "$name: f.bin stored (tmp + rename)"
+	kvt_run sh -c 'printf two >"$1.tmp" && mv "$1.tmp" "$1"' _ "$MNT/f.bin"
+	ok $? "$name: ... and replaced"
+	got=$(kvt_run cat "$MNT/f.bin" 2>&1)
+	[ "$got" = two ]
+	ok $? "$name: it reads the second version ('$got')"
+	kvt_umount
+	read -r f calls < <(kvt_fault_counts)
+	[ "$f" = 1 ]
+	ok $? "$name: one unlink of a staged file failed (${f:-no} fault in ${calls:-no} calls)"
+	fsck_clean "$name"
+}
+
 for c in $KVT_FAULT_CASES; do
 	case $c in
+	stage-unlink)
+		stage_unlink ;;
 	trunc-failed)
 		trunc_failed ;;
 	lookup-eio)
