@@ -267,7 +267,7 @@ static bool ref_left(struct kvt_store *s, struct kvt_dir *fan, const char *ref, 
 {
 	struct stat st;
 
-	if (s->silly_renames || fd < 0)
+	if (s->silly_renames)
 		return kvt_dir_stat(fan, ref, &st) != -ENOENT;
 	/* The anchor and the reference (or a reference another mount
 	 * linked to the anchor meanwhile: its release looks again). */

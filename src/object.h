@@ -67,7 +67,7 @@ bool kvt_object_parse_name(const char *fanout, const char *name, kvt_hash *h,
 int kvt_object_make(struct kvt_store *s, const char *stage_name, uint64_t size,
 		    const kvt_hash *hash, struct kvt_record *rec, bool *dedup);
 /* After the publication of new bytes, once the staged file's name is
- * gone (@fd: that file, still open, or -1): links the anchor to @rec's
+ * gone (@fd: that file, still open): links the anchor to @rec's
  * reference, so that later stores share them.  None when the reference
  * went meanwhile (another mount replaced the record and released it, also
  * just after the link) or another anchor of the same hash came first. */
