@@ -27,6 +27,11 @@ struct kvt_inode {
 	struct kvt_inode *parent;
 	char *name;
 	GMutex lock;
+	uint64_t gen;         /* under lock: bumped by every unlock but a
+			       * lookup's look (kvt_inode_unlock_quiet), so
+			       * that a lookup that looked at the lower disk
+			       * without the lock sees whether anything
+			       * changed meanwhile (resolve.c) */
 	GList live;           /* in fs->live_inodes */
 
 	/* directory */
@@ -72,6 +77,15 @@ static inline void kvt_inode_lock(struct kvt_inode *ino)
 }
 
 static inline void kvt_inode_unlock(struct kvt_inode *ino)
+{
+	ino->gen++;
+	kvt_mutex_unlock(&ino->lock);
+}
+
+/* For a section that changed nothing anyone looking at the lower disk
+ * unlocked must know of: a look, or a new name in a directory's table
+ * (a lookup of that name sees its inode appear). */
+static inline void kvt_inode_unlock_quiet(struct kvt_inode *ino)
 {
 	kvt_mutex_unlock(&ino->lock);
 }

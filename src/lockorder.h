@@ -6,7 +6,10 @@
  *                      current parent;
  *   2. dir->lock       a directory's children table and the lower entries
  *                      under it.  A second one only in rename, under the
- *                      tree lock, in address order;
+ *                      tree lock, in address order.  A lookup looks at the
+ *                      lower disk without it, and takes what it saw only
+ *                      if dir->gen shows nothing changed meanwhile
+ *                      (resolve.c);
  *   3. file->lock      a file's record, stage and open counts;
  *   4. stage->io       (read-write) writes against sealing, stage.h.
  * Leaf locks (the LRU, the directory cache, the verifier's shards, a

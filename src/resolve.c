@@ -104,73 +104,101 @@ static bool record_file_unchanged(struct kvt_inode *ino, const struct stat *st)
 	       ino->rec_ctime.tv_nsec == st->st_ctim.tv_nsec;
 }
 
-/* Resolves the published file @p/@name, whose record file @st describes
- * (and @held holds, or -1: kvt_dir_hold), into *@childp (an inode already
- * known for the name, or NULL): rereads the record if the lower one
- * changed and checks its object's size.  A torn name is purged and
- * answers ENOENT; an object that went with its record, replaced by another
- * mount meanwhile, is no torn name (kvt_name_lookup).
+/* What the lower disk says of a published file's name (look_file). */
+struct file_look {
+	struct kvt_record rec;
+	struct stat ost;  /* its object */
+	bool same;        /* the record file the inode took, unchanged */
+	bool idle;        /* the inode has a version and no writer */
+	bool fresh;
+	uint64_t gen;     /* the inode's, when looked at */
+	int ret;          /* kvt_name_lookup's */
+};
+
+/* Reads the record of @name, whose record file @st describes (and @held
+ * holds, or -1: kvt_dir_hold), unless @file (the inode known for the
+ * name, or NULL) took its version from that very file, and looks at its
+ * object.  Needs no lock of the directory. */
+static void look_file(struct kvt_fs *fs, struct kvt_dir *pd, const char *name,
+		      struct kvt_inode *file, struct stat *st, int held, struct file_look *lk)
+{
+	kvt_record_init(&lk->rec);
+	lk->same = lk->idle = false;
+	lk->gen = 0;
+	if (file) {
+		kvt_inode_lock(file);
+		lk->same = record_file_unchanged(file, st);
+		if (lk->same)
+			kvt_record_id(&lk->rec, &file->rec);
+		/* Written here: its writers' version goes to this name, over
+		 * whatever another mount put there (last close wins). */
+		lk->idle = file->has_record && !file->writers && !kvt_inode_pending(file);
+		lk->gen = file->gen;
+		kvt_inode_unlock_quiet(file);
+	}
+	lk->ret = kvt_name_lookup(fs->store, pd, name, lk->same, held, &lk->rec, st, &lk->ost,
+				  &lk->fresh);
+	if (lk->fresh)
+		lk->same = false;
+}
+
+/* A look that found the name's record and its object whole: what a
+ * lookup takes without the directory's lock (do_lookup). */
+static bool look_whole(const struct file_look *lk)
+{
+	return lk->ret == 0 && (uint64_t)lk->ost.st_size == lk->rec.size;
+}
+
+/* Takes what @lk found of the published file @p/@name, whose record
+ * file @st describes, into *@childp (an inode already known for the
+ * name, or NULL).  A torn name is purged and answers ENOENT; an object
+ * that went with its record, replaced by another mount meanwhile, is no
+ * torn name (kvt_name_lookup).
  * A version another mount put at the name gets an inode of its own, as
  * one put there here does: the kernel keeps the old one's size and pages
- * for as long as it trusts them.  Caller holds p->lock. */
-static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir *pd,
-			       const char *name, struct stat *st, int held, bool by_inode,
-			       struct kvt_inode **childp, struct kvt_note *note)
+ * for as long as it trusts them.  Caller holds p->lock; @lk is used up. */
+static int take_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir *pd,
+			    const char *name, const struct stat *st, bool by_inode,
+			    struct kvt_inode **childp, struct file_look *lk, struct kvt_note *note)
 {
 	struct kvt_inode *child = *childp, *file = child && !child->is_dir ? child : NULL;
 	struct kvt_torn_info torn = { 0 };
-	struct kvt_record rec;
-	struct stat ost;
-	bool same = false, fresh, idle = false;
-	int ret;
+	struct kvt_record *rec = &lk->rec;
+	int ret = lk->ret;
 
-	kvt_record_init(&rec);
-	if (file) {
-		kvt_inode_lock(file);
-		same = record_file_unchanged(file, st);
-		if (same)
-			kvt_record_id(&rec, &file->rec);
-		/* Written here: its writers' version goes to this name, over
-		 * whatever another mount put there (last close wins). */
-		idle = file->has_record && !file->writers && !kvt_inode_pending(file);
-		kvt_inode_unlock(file);
-	}
-	ret = kvt_name_lookup(fs->store, pd, name, same, held, &rec, st, &ost, &fresh);
-	if (fresh)
-		same = false;
 	if (ret == -EBADMSG) {
 		torn.why = KVT_TORN_RECORD;
 		kvt_purge_locked(fs, p, pd, name, file, NULL, &torn, note);
 		return -ENOENT;
 	}
 	if (ret < 0) {
-		kvt_record_clear(&rec);
+		kvt_record_clear(rec);
 		return ret;
 	}
 	/* Another version, or another kind (the kernel cannot change an
 	 * inode's type), under the same name: a new inode.  The record file
 	 * rewritten with the same version (new metadata) is the same one. */
-	if (file && !same && (file->rec.kind != rec.kind ||
-			      (idle && strcmp(file->rec.ref, rec.ref)))) {
+	if (file && !lk->same && (file->rec.kind != rec->kind ||
+				  (lk->idle && strcmp(file->rec.ref, rec->ref)))) {
 		kvt_inode_detach(file);
 		file = NULL;
 	}
 	if (ret == KVT_LOOKUP_MISSING) {
 		torn.why = KVT_TORN_MISSING;
-	} else if ((uint64_t)ost.st_size != rec.size) {
+	} else if ((uint64_t)lk->ost.st_size != rec->size) {
 		torn.why = KVT_TORN_SIZE;
-		torn.found_size = ost.st_size;
+		torn.found_size = lk->ost.st_size;
 	}
-	if (ret == KVT_LOOKUP_MISSING || (uint64_t)ost.st_size != rec.size) {
-		kvt_purge_locked(fs, p, pd, name, file, &rec, &torn, note);
-		kvt_record_clear(&rec);
+	if (ret == KVT_LOOKUP_MISSING || (uint64_t)lk->ost.st_size != rec->size) {
+		kvt_purge_locked(fs, p, pd, name, file, rec, &torn, note);
+		kvt_record_clear(rec);
 		return -ENOENT;
 	}
 	if (!file && child && by_inode) {
 		/* Resolving the inode the kernel knows: it looks the name up
 		 * again (ESTALE), and a lookup makes the new one. */
 		kvt_inode_detach(child);
-		kvt_record_clear(&rec);
+		kvt_record_clear(rec);
 		return -ESTALE;
 	}
 	if (!file) {
@@ -181,14 +209,29 @@ static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kv
 		kvt_inode_attach(p, file);
 	}
 	kvt_inode_lock(file);
-	if (same)
-		file->blocks = ost.st_blocks;
+	if (lk->same)
+		file->blocks = lk->ost.st_blocks;
 	else
-		kvt_inode_take_record(file, &rec, st, &ost);
+		kvt_inode_take_record(file, rec, st, &lk->ost);
 	kvt_inode_unlock(file);
-	kvt_record_clear(&rec);
+	kvt_record_clear(rec);
 	*childp = file;
 	return 0;
+}
+
+/* Resolves the published file @p/@name, whose record file @st describes
+ * (and @held holds, or -1), into *@childp: rereads the record if the
+ * lower one changed and checks its object's size (take_file_locked).
+ * Caller holds p->lock. */
+static int resolve_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir *pd,
+			       const char *name, struct stat *st, int held, bool by_inode,
+			       struct kvt_inode **childp, struct kvt_note *note)
+{
+	struct kvt_inode *child = *childp;
+	struct file_look lk;
+
+	look_file(fs, pd, name, child && !child->is_dir ? child : NULL, st, held, &lk);
+	return take_file_locked(fs, p, pd, name, st, by_inode, childp, &lk, note);
 }
 
 /* Whether @st is still the record file @ino was resolved from (caller
@@ -261,6 +304,112 @@ static void keep_dir(struct kvt_fs *fs, struct kvt_inode *dir, int held, const s
 		kvt_dircache_put(fs->dirs, dir->serial, d);
 }
 
+/* Whether @file's state is still what look_file saw (caller holds its
+ * parent's lock). */
+static bool file_unchanged_since(struct kvt_inode *file, uint64_t gen)
+{
+	bool same;
+
+	kvt_inode_lock(file);
+	same = file->gen == gen;
+	kvt_inode_unlock_quiet(file);
+	return same;
+}
+
+/*
+ * A lookup that looks at the lower disk without the directory's lock.
+ * Under it, lookups in one directory waited on each other's round trips:
+ * over a network file system each look is several, and every load's first
+ * steps go through the same few directories (the top of vLLM's fan-out).
+ * What it saw is taken only if nothing in the directory changed meanwhile
+ * (dir->gen), the name has the same inode, unchanged (file->gen), and the
+ * look was plain: the name missing, a directory, or a record whose object
+ * is whole.  Anything else answers -EAGAIN, for the caller to look again
+ * under the lock, where purges, detaches and errors are handled.
+ */
+static int lookup_unlocked(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir *pd,
+			   const char *name, struct fuse_entry_param *e,
+			   struct kvt_note *note, struct kvt_inode **unref)
+{
+	struct kvt_inode *child, *found = NULL;
+	struct file_look lk = { .ret = -EAGAIN };
+	struct stat st = { 0 };
+	kvt_autofd held = -1;
+	bool quiet = true;
+	uint64_t gen;
+	int ret;
+
+	kvt_record_init(&lk.rec);
+	kvt_inode_lock(parent);
+	child = g_hash_table_lookup(parent->children, name);
+	gen = parent->gen;
+	if (child && kvt_inode_is_local(child)) {
+		kvt_inode_unlock_quiet(parent);
+		return -EAGAIN; /* no look at the lower disk: the caller's */
+	}
+	if (child)
+		kvt_inode_ref(child);
+	*unref = child;
+	kvt_inode_unlock_quiet(parent);
+
+	if (!child) {
+		ret = kvt_dir_hold(pd, name, &st);
+		held = ret;
+		ret = MIN(ret, 0);
+	} else {
+		ret = kvt_dir_stat(pd, name, &st);
+	}
+	if (ret == 0 && S_ISREG(st.st_mode)) {
+		look_file(fs, pd, name, child && !child->is_dir ? child : NULL, &st, held, &lk);
+		if (!look_whole(&lk))
+			ret = -EAGAIN;
+	} else if (ret == 0 && !S_ISDIR(st.st_mode)) {
+		ret = -EAGAIN;
+	} else if (ret < 0 && !(ret == -ENOENT && !child)) {
+		ret = -EAGAIN;
+	}
+	if (ret == -EAGAIN) {
+		kvt_record_clear(&lk.rec);
+		return ret;
+	}
+
+	kvt_inode_lock(parent);
+	if (parent->gen != gen || g_hash_table_lookup(parent->children, name) != child ||
+	    (child && !child->is_dir && !file_unchanged_since(child, lk.gen))) {
+		ret = -EAGAIN;
+	} else if (ret < 0) {
+		/* missing, and not known here */
+	} else if (S_ISDIR(st.st_mode)) {
+		if (child && child->is_dir && child->lower_ino == st.st_ino &&
+		    child->dev == st.st_dev) {
+			found = child;
+		} else if (child) {
+			ret = -EAGAIN;
+		} else {
+			found = kvt_inode_new_dir(fs, parent, name, &st);
+			kvt_inode_attach(parent, found);
+			if (held >= 0)
+				keep_dir(fs, found, held, &st);
+		}
+	} else {
+		found = child;
+		ret = take_file_locked(fs, parent, pd, name, &st, false, &found, &lk, note);
+		/* A version another mount put there took the name from the
+		 * inode known: the table changed. */
+		quiet = found == child || !child;
+	}
+	if (ret == 0) {
+		kvt_count_lookup(fs, found);
+		kvt_fill_entry(fs, found, &st, e);
+	}
+	if (quiet)
+		kvt_inode_unlock_quiet(parent);
+	else
+		kvt_inode_unlock(parent);
+	kvt_record_clear(&lk.rec);
+	return ret;
+}
+
 /* kvt_do_lookup, of a name whose metadata the caller may know already
  * (@known: it just made it), which spares a look at the lower disk. */
 static int do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir *pd,
@@ -274,6 +423,16 @@ static int do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir
 
 	if (strlen(name) > NAME_MAX)
 		return -ENAMETOOLONG;
+	if (!known) {
+		struct kvt_inode *seen = NULL;
+
+		ret = lookup_unlocked(fs, parent, pd, name, e, note, &seen);
+		if (seen)
+			kvt_inode_unref(fs, seen);
+		if (ret != -EAGAIN)
+			return ret;
+		ret = 0;
+	}
 	kvt_inode_lock(parent);
 	child = g_hash_table_lookup(parent->children, name);
 	if (child && kvt_inode_is_local(child))
