@@ -3,6 +3,7 @@
  * from the request buffer instead of being copied into an aligned one. */
 #pragma once
 #include <sys/types.h>
+#include <sys/uio.h>
 
 struct fuse_session;
 
@@ -12,6 +13,11 @@ int kvt_receive_install(struct fuse_session *se);
 /* Reads one request from @fd into libfuse's @buf of @len bytes, the way
  * kvt_receive_install() makes the session read (for its tests). */
 ssize_t kvt_receive_read(int fd, void *buf, size_t len);
+/* Writes a reply to @fd, as kvt_receive_install() makes the session
+ * write (for its tests): the reply to the INIT request read last says
+ * that lookups and listings of one directory may come in parallel, when
+ * the kernel offered it. */
+ssize_t kvt_receive_writev(int fd, const struct iovec *iov, int count);
 /* The bytes of the WRITE this thread is serving, which libfuse hands to
  * the write op as @buf: where they are (page-aligned when the read could
  * place them so), or @buf itself. */
