@@ -45,14 +45,18 @@ static bool init_parallel;
 
 static void note_init(const char *b, size_t n)
 {
-	const struct fuse_in_header *ih = (const void *)b;
-	const struct fuse_init_in *ii = (const void *)(b + sizeof(*ih));
+	struct fuse_in_header ih;
+	uint32_t flags;
 
-	if (n < sizeof(*ih) + offsetof(struct fuse_init_in, flags) + sizeof(ii->flags) ||
-	    ih->opcode != FUSE_INIT)
+	/* Copied out: a buffer too small to align in may sit anywhere. */
+	if (n < sizeof(ih) + offsetof(struct fuse_init_in, flags) + sizeof(flags))
 		return;
-	__atomic_store_n(&init_parallel, (ii->flags & FUSE_PARALLEL_DIROPS) != 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&init_unique, ih->unique, __ATOMIC_RELEASE);
+	memcpy(&ih, b, sizeof(ih));
+	if (ih.opcode != FUSE_INIT)
+		return;
+	memcpy(&flags, b + sizeof(ih) + offsetof(struct fuse_init_in, flags), sizeof(flags));
+	__atomic_store_n(&init_parallel, (flags & FUSE_PARALLEL_DIROPS) != 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&init_unique, ih.unique, __ATOMIC_RELEASE);
 }
 
 /* A WRITE laid out as assumed: its two headers, then exactly its bytes
