@@ -306,7 +306,7 @@ int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out
 		was = g_strdup(name);
 		ret = kvt_inode_dir(fs, p, &pd);
 		if (ret == 0) {
-			ret = kvt_dir_open(pd, name, &d);
+			ret = kvt_dir_open_path(pd, name, &d);
 			kvt_dir_unref(pd);
 		}
 		if (ret == 0 && (d->dev != dir->dev || d->ino != dir->lower_ino) &&

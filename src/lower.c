@@ -169,6 +169,22 @@ int kvt_dir_open(struct kvt_dir *at, const char *relpath, struct kvt_dir **out)
 	return 0;
 }
 
+int kvt_dir_open_path(struct kvt_dir *at, const char *name, struct kvt_dir **out)
+{
+	int fd;
+
+	FAULT(KVT_FAULT_OPENDIR, name, NULL);
+	CHECK_NAME(name);
+	/* O_DIRECTORY: a link or anything else planted there is ENOTDIR. */
+	fd = AGAIN_IF_STALE(openat(at->fd, name,
+				   O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+	if (fd < 0)
+		return FAIL("opendir", name);
+	*out = dir_new(fd, NULL);
+	(*out)->path_only = true;
+	return 0;
+}
+
 int kvt_dir_stat(struct kvt_dir *d, const char *name, struct stat *st)
 {
 	FAULT(KVT_FAULT_STAT, name, NULL);
@@ -210,11 +226,23 @@ int kvt_dir_reopen(int held, const char *name, const struct stat *st, struct kvt
 	FAULT(KVT_FAULT_OPENDIR, name, NULL);
 	if (!S_ISDIR(st->st_mode))
 		return -ENOTDIR;
-	fd = kvt_file_reopen(held, O_RDONLY | O_DIRECTORY);
+	fd = fcntl(held, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
-		return fd;
+		return -errno; /* ours, not the lower disk's */
 	*out = dir_new(fd, st);
+	(*out)->path_only = true;
 	return 0;
+}
+
+/* @d open for real, for a call on the directory itself (fsync, fchmod,
+ * its xattrs), which an O_PATH descriptor refuses: d->fd, or one opened
+ * from it into *@own (the caller closes it). */
+static int real_fd(struct kvt_dir *d, int *own)
+{
+	if (!d->path_only)
+		return d->fd;
+	*own = kvt_file_reopen(d->fd, O_RDONLY | O_DIRECTORY);
+	return *own < 0 ? FAIL("opendir", ".") : *own;
 }
 
 int kvt_dir_inherit(struct kvt_dir *d, gint64 max_age_us, mode_t *mode, gid_t *gid)
@@ -354,7 +382,7 @@ static int set_attrs(struct kvt_dir *d, const char *name, unsigned int which, mo
 		     uid_t uid, gid_t gid, const struct timespec ts[2])
 {
 	kvt_autofd fd = -1;
-	int target = d->fd;
+	int target;
 
 	FAULT(KVT_FAULT_SETATTR, name, NULL);
 	/* Through an fd of the file itself: fchmodat(2) would follow a
@@ -364,6 +392,10 @@ static int set_attrs(struct kvt_dir *d, const char *name, unsigned int which, mo
 		if (fd < 0)
 			return fd;
 		target = fd;
+	} else {
+		target = real_fd(d, &fd);
+		if (target < 0)
+			return target;
 	}
 	if ((which & KVT_SET_MODE) && fchmod(target, mode & 07777))
 		return FAIL("chmod", name);
@@ -401,15 +433,25 @@ int kvt_dir_set_times(struct kvt_dir *d, const char *name, const struct timespec
 
 int kvt_dir_sync(struct kvt_dir *d)
 {
+	kvt_autofd own = -1;
+	int fd;
+
 	FAULT(KVT_FAULT_SYNC, NULL, NULL);
-	return fsync(d->fd) ? FAIL("fsync", ".") : 0;
+	fd = real_fd(d, &own);
+	if (fd < 0)
+		return fd;
+	return fsync(fd) ? FAIL("fsync", ".") : 0;
 }
 
 int kvt_dir_sync_up(struct kvt_dir *d, struct kvt_dir *top)
 {
-	int fd = dup(d->fd), ret = 0;
+	kvt_autofd own = -1;
+	int fd = real_fd(d, &own), ret = 0;
 	struct stat st, was = { 0 };
 
+	if (fd < 0)
+		return fd;
+	fd = dup(fd);
 	if (fd < 0)
 		return -errno;
 	/* ".." from a directory beneath @top stays beneath it; the walk
@@ -498,27 +540,47 @@ int kvt_dir_access(struct kvt_dir *d, const char *name, int mode)
 
 ssize_t kvt_dir_getxattr(struct kvt_dir *d, const char *name, void *buf, size_t size)
 {
-	ssize_t n = fgetxattr(d->fd, name, buf, size);
+	kvt_autofd own = -1;
+	int fd = real_fd(d, &own);
+	ssize_t n;
 
+	if (fd < 0)
+		return fd;
+	n = fgetxattr(fd, name, buf, size);
 	return n < 0 ? FAIL("getxattr", name) : n;
 }
 
 int kvt_dir_setxattr(struct kvt_dir *d, const char *name, const void *value,
 		     size_t size, int flags)
 {
-	return fsetxattr(d->fd, name, value, size, flags) ? FAIL("setxattr", name) : 0;
+	kvt_autofd own = -1;
+	int fd = real_fd(d, &own);
+
+	if (fd < 0)
+		return fd;
+	return fsetxattr(fd, name, value, size, flags) ? FAIL("setxattr", name) : 0;
 }
 
 ssize_t kvt_dir_listxattr(struct kvt_dir *d, char *buf, size_t size)
 {
-	ssize_t n = flistxattr(d->fd, buf, size);
+	kvt_autofd own = -1;
+	int fd = real_fd(d, &own);
+	ssize_t n;
 
+	if (fd < 0)
+		return fd;
+	n = flistxattr(fd, buf, size);
 	return n < 0 ? FAIL("listxattr", ".") : n;
 }
 
 int kvt_dir_removexattr(struct kvt_dir *d, const char *name)
 {
-	return fremovexattr(d->fd, name) ? FAIL("removexattr", name) : 0;
+	kvt_autofd own = -1;
+	int fd = real_fd(d, &own);
+
+	if (fd < 0)
+		return fd;
+	return fremovexattr(fd, name) ? FAIL("removexattr", name) : 0;
 }
 
 static int entry_cmp(gconstpointer a, gconstpointer b)

@@ -26,7 +26,7 @@ static int make_dir(struct kvt_fs *fs, struct kvt_dir *pd, const char *name, mod
 	kvt_new_owner(fs, pd, ctx, &uid, &gid);
 	ret = kvt_dir_mkdir(pd, name, mode & 07777);
 	if (ret == 0)
-		ret = kvt_dir_open(pd, name, &d);
+		ret = kvt_dir_open_path(pd, name, &d);
 	/* Owned by the daemon, which is who most clients are: then there is
 	 * nothing to change (each call is a round trip on a network file
 	 * system). */

@@ -6,10 +6,12 @@
 # idle mounts ask for meanwhile.  64 blocks of 256 KiB (small, so that
 # the operations on names weigh more than the writes) in vLLM's fan-out,
 # one at a time, stored through host A, every cache dropped, loaded
-# through host B.  Measured here: a store costs 1.27-1.29 times a plain
-# one (1.85 before stores made fewer lower calls); a first load 2.36-2.43
-# times (2.90-2.94 before a lookup held the names new to it, 3.14 before
-# that).
+# through host B.  Measured here: a store costs 1.26 times a plain one
+# (1.31-1.32 before a directory of the client's tree was held by an
+# O_PATH descriptor instead of opened, 1.85 before stores made fewer
+# lower calls); a first load 2.12-2.16 times (2.36-2.48 before the O_PATH
+# directories, 2.90-2.94 before a lookup held the names new to it, 3.14
+# before that).
 # kvt-timeout: 300
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/gluster.sh"
@@ -61,8 +63,8 @@ PLAIN_STORE=$OPS
 brick_ops "kvtierfs store" "$BENCH" --dir "$K1" "${BLOCKS[@]}" --phases store
 ok $? "the same 64 blocks stored through kvtierfs on host A"
 KVT_STORE=$OPS
-r=$(kvt_ratio_at_most "$KVT_STORE" "$PLAIN_STORE" 1.35)
-ok $? "a store costs the server $r times a plain one (at most 1.35): $KVT_STORE against $PLAIN_STORE operations"
+r=$(kvt_ratio_at_most "$KVT_STORE" "$PLAIN_STORE" 1.30)
+ok $? "a store costs the server $r times a plain one (at most 1.30): $KVT_STORE against $PLAIN_STORE operations"
 
 kvt_drop_caches
 brick_ops "plain load" "$BENCH" --dir "$GL2/plain" "${BLOCKS[@]}" --phases load --check
@@ -71,8 +73,8 @@ PLAIN_LOAD=$OPS
 brick_ops "kvtierfs load" "$BENCH" --dir "$K2" "${BLOCKS[@]}" --phases load --check
 ok $? "the same 64 blocks loaded through kvtierfs on host B, checked"
 KVT_LOAD=$OPS
-r=$(kvt_ratio_at_most "$KVT_LOAD" "$PLAIN_LOAD" 2.6)
-ok $? "a first load costs the server $r times a plain one (at most 2.6): $KVT_LOAD against $PLAIN_LOAD operations"
+r=$(kvt_ratio_at_most "$KVT_LOAD" "$PLAIN_LOAD" 2.30)
+ok $? "a first load costs the server $r times a plain one (at most 2.30): $KVT_LOAD against $PLAIN_LOAD operations"
 
 "${GL_CLI[@]}" volume profile "$GL_VOL" stop >>"$T/profile.log" 2>&1
 ok $? "profiling stopped"
