@@ -219,7 +219,7 @@ int kvt_dir_hold(struct kvt_dir *d, const char *name, struct stat *st)
 	return fd;
 }
 
-int kvt_dir_reopen(int held, const char *name, const struct stat *st, struct kvt_dir **out)
+int kvt_dir_from_hold(int held, const char *name, const struct stat *st, struct kvt_dir **out)
 {
 	int fd;
 

@@ -24,7 +24,7 @@
 typedef struct kvt_dir {
 	gint refs;
 	int fd;
-	bool path_only;   /* fd is O_PATH (kvt_dir_reopen): a dirfd for the
+	bool path_only;   /* fd is O_PATH (kvt_dir_from_hold): a dirfd for the
 			   * *at calls; the few calls on the directory itself
 			   * open it for real */
 	dev_t dev;
@@ -60,21 +60,21 @@ int kvt_dir_stat(struct kvt_dir *d, const char *name, struct stat *st);
 /* @d's link count as its file server has it now (0: removed). */
 int kvt_dir_links_now(struct kvt_dir *d, nlink_t *nlink);
 /* kvt_dir_open of the one name @name, held by an O_PATH descriptor
- * (kvt_dir_reopen says why): for a directory of the client's tree. */
+ * (kvt_dir_from_hold says why): for a directory of the client's tree. */
 int kvt_dir_open_path(struct kvt_dir *at, const char *name, struct kvt_dir **out);
 /* @name in @d, held by an O_PATH descriptor (returned), which opens
  * nothing (a FIFO or a device planted there stays shut); @st gets its
- * metadata.  What it is, a directory or a regular file, is then opened
- * from it (kvt_dir_reopen, kvt_file_reopen) without a look at its name:
- * on a network file system one round trip where a stat by name and an
- * open by name are two. */
+ * metadata.  What it is, a directory or a regular file, is then kept
+ * by it (kvt_dir_from_hold) or opened from it (kvt_file_reopen) without
+ * a look at its name: on a network file system one round trip where a
+ * stat by name and an open by name are two. */
 int kvt_dir_hold(struct kvt_dir *d, const char *name, struct stat *st);
 /* The directory @name held at @held (kvt_dir_hold), @st its metadata:
  * the hold itself, not an open of the directory.  Every call on names in
  * it takes an O_PATH descriptor as its directory; an open by
  * /proc/self/fd would cost a network file system two round trips more
  * (the permission check's attributes, and the open). */
-int kvt_dir_reopen(int held, const char *name, const struct stat *st, struct kvt_dir **out);
+int kvt_dir_from_hold(int held, const char *name, const struct stat *st, struct kvt_dir **out);
 /* @d's own mode and group, which a new entry in it may inherit, as seen
  * at most @max_age_us ago (looked at again when older: on a network
  * file system each look is a round trip).  A change made through @d

@@ -293,14 +293,14 @@ int kvt_resolve_inode_to_open(struct kvt_fs *fs, struct kvt_inode *ino, struct k
 	return resolve_inode(fs, ino, true, note);
 }
 
-/* The directory @dir just found, held at @held, stays open for what is
+/* The directory @dir just found, held at @held, stays held for what is
  * looked up in it next (a walk down vLLM's fan-out): opening it again by
  * name is a round trip on a network file system. */
 static void keep_dir(struct kvt_fs *fs, struct kvt_inode *dir, int held, const struct stat *st)
 {
 	g_autoptr(kvt_dir) d = NULL;
 
-	if (kvt_dir_reopen(held, dir->name, st, &d) == 0)
+	if (kvt_dir_from_hold(held, dir->name, st, &d) == 0)
 		kvt_dircache_put(fs->dirs, dir->serial, d);
 }
 

@@ -106,6 +106,7 @@ static void test_hold(const char *parent, const char *outside)
 	g_autofree char *fifo = path_in(top, "hfifo"), *link = path_in(top, "hl");
 	g_autoptr(kvt_dir) root = NULL;
 	g_autoptr(kvt_dir) dir = NULL;
+	struct kvt_dir *gone_link = NULL;
 	struct stat st, sub;
 	char buf[8] = { 0 };
 	int h, fd;
@@ -118,7 +119,7 @@ static void test_hold(const char *parent, const char *outside)
 	kvt_dir_open_root(top, &root);
 
 	h = kvt_dir_hold(root, "hd", &st);
-	ok(h >= 0 && S_ISDIR(st.st_mode) && kvt_dir_reopen(h, "hd", &st, &dir) == 0 &&
+	ok(h >= 0 && S_ISDIR(st.st_mode) && kvt_dir_from_hold(h, "hd", &st, &dir) == 0 &&
 	   dir->ino == st.st_ino && kvt_dir_mkdir(dir, "sub", 0755) == 0 &&
 	   kvt_dir_stat(root, "hd", &sub) == 0 && sub.st_nlink == 3,
 	   "a held directory is opened from its hold, and is the one named");
@@ -127,7 +128,7 @@ static void test_hold(const char *parent, const char *outside)
 	h = kvt_dir_hold(root, "hf", &st);
 	fd = h >= 0 ? kvt_file_reopen(h, O_RDONLY) : -1;
 	ok(S_ISREG(st.st_mode) && fd >= 0 && read(fd, buf, sizeof(buf)) == 5 &&
-	   !strcmp(buf, "bytes") && kvt_dir_reopen(h, "hf", &st, &dir) == -ENOTDIR,
+	   !strcmp(buf, "bytes") && kvt_dir_from_hold(h, "hf", &st, &dir) == -ENOTDIR,
 	   "a held file is read from its hold, and is no directory");
 	if (fd >= 0)
 		close(fd);
@@ -145,6 +146,10 @@ static void test_hold(const char *parent, const char *outside)
 		close(h);
 	ok(kvt_dir_hold(root, "none", &st) == -ENOENT && kvt_dir_hold(root, "a/b", &st) == -EINVAL,
 	   "a missing name is not held; a path is no name");
+	ok(kvt_dir_open_path(root, "hl", &gone_link) == -ENOTDIR &&
+	   kvt_dir_open_path(root, "hfifo", &gone_link) == -ENOTDIR &&
+	   kvt_dir_open_path(root, "hf", &gone_link) == -ENOTDIR,
+	   "a directory held by its name refuses a link, a FIFO, a file");
 
 	nlink_t before = 0, after = 1;
 	struct kvt_dir *gone = NULL;
@@ -201,6 +206,42 @@ static void test_dircache(const char *top)
 	kvt_dircache_free(c);
 }
 
+/* A directory held by an O_PATH descriptor (kvt_dir_from_hold,
+ * kvt_dir_open_path) serves the calls on the directory itself too:
+ * fsync, its mode, its xattrs, a listing. */
+static void test_path_only(const char *top)
+{
+	g_autoptr(kvt_dir) root = NULL, d = NULL, held = NULL;
+	g_autoptr(GPtrArray) ents = NULL;
+	struct stat st;
+	char buf[8] = { 0 };
+	int err = 0, h;
+
+	kvt_dir_open_root(top, &root);
+	kvt_dir_mkdir(root, "po", 0755);
+	ok(kvt_dir_open_path(root, "po", &d) == 0 && d->path_only &&
+	   kvt_dir_mkdir(d, "sub", 0755) == 0 && kvt_dir_sync(d) == 0 &&
+	   kvt_dir_sync_up(d, root) == 0,
+	   "a directory held by its name: names made in it, synced, and every one above");
+	ok(d && kvt_dir_setattr(d, NULL, KVT_SET_MODE, 0711, 0, 0, NULL) == 0 &&
+	   kvt_dir_stat(root, "po", &st) == 0 && (st.st_mode & 07777) == 0711,
+	   "its mode is set");
+	ok(d && kvt_dir_setxattr(d, "user.k", "v1", 2, 0) == 0 &&
+	   kvt_dir_getxattr(d, "user.k", buf, sizeof(buf)) == 2 && !strcmp(buf, "v1") &&
+	   kvt_dir_listxattr(d, buf, sizeof(buf)) > 0 && kvt_dir_removexattr(d, "user.k") == 0 &&
+	   kvt_dir_getxattr(d, "user.k", buf, sizeof(buf)) == -ENODATA,
+	   "its xattrs are set, read, listed and removed");
+	ents = d ? kvt_dir_list(d, true, &err) : NULL;
+	ok(ents && ents->len == 1 && !strcmp(((struct kvt_dirent *)ents->pdata[0])->name, "sub"),
+	   "it is listed");
+	h = kvt_dir_hold(root, "po", &st);
+	ok(h >= 0 && kvt_dir_from_hold(h, "po", &st, &held) == 0 && held->path_only &&
+	   kvt_dir_sync(held) == 0 && kvt_dir_stat(held, "sub", &st) == 0,
+	   "a directory kept from its hold: the same");
+	if (h >= 0)
+		close(h);
+}
+
 static void test_sync_up(const char *top)
 {
 	g_autoptr(kvt_dir) root = NULL, ab = NULL;
@@ -250,7 +291,7 @@ int main(void)
 	g_autofree char *top = g_dir_make_tmp("kvt-lower-XXXXXX", NULL);
 	g_autofree char *outside = g_dir_make_tmp("kvt-lower-out-XXXXXX", NULL);
 
-	printf("1..31\n");
+	printf("1..37\n");
 	test_names();
 	test_links(top, outside);
 	test_fifo(top);
@@ -258,6 +299,7 @@ int main(void)
 	test_hold(top, outside);
 	test_dircache(top);
 	test_sync_up(top);
+	test_path_only(top);
 	test_planted_staging(outside);
 	{
 		g_autofree char *cmd = g_strdup_printf("rm -rf '%s' '%s'", top, outside);
