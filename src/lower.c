@@ -451,7 +451,7 @@ int kvt_dir_sync_up(struct kvt_dir *d, struct kvt_dir *top)
 
 	if (fd < 0)
 		return fd;
-	fd = dup(fd);
+	fd = own >= 0 ? g_steal_fd(&own) : dup(fd);
 	if (fd < 0)
 		return -errno;
 	/* ".." from a directory beneath @top stays beneath it; the walk
