@@ -101,7 +101,8 @@ void kvt_op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_set,
 			goto out; /* a link or a special file has no bytes */
 		/* open(O_RDONLY | O_TRUNC) truncates through a reader's
 		 * handle: that is a truncate by path. */
-		ret = kvt_version_set_size(fs, ino, attr->st_size, wstage);
+		ret = kvt_version_set_size(fs, ino, attr->st_size, wstage,
+					   fuse_req_ctx(req)->pid);
 		if (ret < 0)
 			goto out;
 	}

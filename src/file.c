@@ -533,7 +533,8 @@ static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file
 		/* A new version starts with O_TRUNC or the first write; an
 		 * open for writing that writes nothing (touch) changes
 		 * nothing. */
-		if (fi->flags & O_TRUNC)
+		ret = kvt_version_room(fs, ino, ctx->pid);
+		if (ret == 0 && (fi->flags & O_TRUNC))
 			ret = kvt_version_begin(fs, ino, true, &ref_inode, &h->wstage);
 		if (ret == 0)
 			open_writer(ino, fi, h, ctx->pid);
@@ -809,8 +810,8 @@ void kvt_op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	if (h->writer)
 		ino->writers--;
 	unfresh(ino, h);
-	if (h->cached)
-		ino->cache_readers--;
+	if (h->cached && --ino->cache_readers == 0)
+		g_cond_broadcast(&ino->published); /* kvt_version_room */
 	kvt_inode_unlock(ino);
 	handle_close(fs, h);
 	fuse_reply_err(req, 0);

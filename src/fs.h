@@ -27,6 +27,7 @@
 
 /* How many purges user.kvtierfs.purges keeps, the latest. */
 #define KVT_RECENT_PURGES 16
+#define KVT_TOLD_STALE 16
 
 /* 1 MiB less four pages (see main.c). */
 #define KVT_MAX_READ 1032192
@@ -77,6 +78,15 @@ struct kvt_fs {
 	GMutex recent_lock;
 	char *recent[KVT_RECENT_PURGES]; /* "unix-seconds message", a ring */
 	guint recent_next;
+
+	/* The threads lately told ESTALE to make room for a writer, whose
+	 * open the kernel is retrying (version.c): a ring. */
+	GMutex told_lock;
+	struct {
+		pid_t tid;
+		gint64 at;           /* g_get_monotonic_time() */
+	} told[KVT_TOLD_STALE];
+	guint told_next;
 
 	/* Everything alive, for destroy: inodes and open handles. */
 	GMutex live_lock;

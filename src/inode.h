@@ -50,7 +50,12 @@ struct kvt_inode {
 	GCond published;      /* with lock: a publication of stage ended */
 	int writers;          /* open handles that may write */
 	GSList *fresh_writers; /* writer handles with no version yet (file.c) */
-	bool rewritten;       /* a version was written in place at some time */
+	bool rewritten;       /* a version was written in place at some time,
+			       * or is about to be: readers go by the daemon,
+			       * not the kernel's size (file.c) */
+	bool renew;           /* a writer was sent away from this inode (it
+			       * has readers of the page cache): the next
+			       * lookup of its name makes a new one (version.c) */
 	bool release_on_free; /* replaced: the object goes with the inode */
 	int cache_readers;    /* open readers using the page cache */
 	struct kvt_lru_entry *lru; /* under fs->lru_lock */

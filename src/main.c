@@ -180,6 +180,7 @@ static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_s
 	g_mutex_init(&fs->lru_lock);
 	g_mutex_init(&fs->statfs_lock);
 	g_mutex_init(&fs->recent_lock);
+	g_mutex_init(&fs->told_lock);
 	g_cond_init(&fs->statfs_done);
 	fs->store = store;
 	fs->dirs = kvt_dircache_new(o->max_dir_fds);
@@ -223,6 +224,7 @@ static void fs_fini(struct kvt_fs *fs)
 	for (guint i = 0; i < KVT_RECENT_PURGES; i++)
 		g_free(fs->recent[i]);
 	g_mutex_clear(&fs->recent_lock);
+	g_mutex_clear(&fs->told_lock);
 	g_free(fs->lower_path);
 	g_mutex_clear(&fs->lru_lock);
 	g_mutex_clear(&fs->live_lock);

@@ -110,6 +110,7 @@ struct file_look {
 	struct stat ost;  /* its object */
 	bool same;        /* the record file the inode took, unchanged */
 	bool idle;        /* the inode has a version and no writer */
+	bool renew;       /* the name gets a new inode (kvt_version_room) */
 	bool fresh;
 	uint64_t gen;     /* the inode's, when looked at */
 	int ret;          /* kvt_name_lookup's */
@@ -123,11 +124,13 @@ static void look_file(struct kvt_fs *fs, struct kvt_dir *pd, const char *name,
 		      struct kvt_inode *file, struct stat *st, int held, struct file_look *lk)
 {
 	kvt_record_init(&lk->rec);
-	lk->same = lk->idle = false;
+	lk->same = lk->idle = lk->renew = false;
 	lk->gen = 0;
 	if (file) {
 		kvt_inode_lock(file);
-		lk->same = record_file_unchanged(file, st);
+		/* Read whole for the new inode: xattrs and all. */
+		lk->renew = file->renew;
+		lk->same = record_file_unchanged(file, st) && !lk->renew;
 		if (lk->same)
 			kvt_record_id(&lk->rec, &file->rec);
 		/* Written here: its writers' version goes to this name, over
@@ -176,10 +179,12 @@ static int take_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_d
 		return ret;
 	}
 	/* Another version, or another kind (the kernel cannot change an
-	 * inode's type), under the same name: a new inode.  The record file
-	 * rewritten with the same version (new metadata) is the same one. */
-	if (file && !lk->same && (file->rec.kind != rec->kind ||
-				  (lk->idle && strcmp(file->rec.ref, rec->ref)))) {
+	 * inode's type), under the same name: a new inode; and for a writer
+	 * sent away from the inode known (kvt_version_room).  The record
+	 * file rewritten with the same version (new metadata) is the same
+	 * one. */
+	if (file && (lk->renew || (!lk->same && (file->rec.kind != rec->kind ||
+						  (lk->idle && strcmp(file->rec.ref, rec->ref)))))) {
 		kvt_inode_detach(file);
 		file = NULL;
 	}
@@ -206,6 +211,8 @@ static int take_file_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_d
 			kvt_inode_detach(child);
 		file = kvt_inode_new_file(fs, p, name);
 		file->st_ino = st->st_ino; /* its record's */
+		/* for the writer sent away from the inode before */
+		file->rewritten = lk->renew;
 		kvt_inode_attach(p, file);
 	}
 	kvt_inode_lock(file);

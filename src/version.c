@@ -54,6 +54,63 @@ static int new_version(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t keep,
 	return 0;
 }
 
+/* Whether thread @tid was told ESTALE by kvt_version_room within the
+ * last second (this call is the kernel's retry), forgetting it; if not,
+ * and @tell, it is now. */
+static bool told_before(struct kvt_fs *fs, pid_t tid, bool tell)
+{
+	gint64 now = g_get_monotonic_time();
+	bool told = false;
+
+	g_mutex_lock(&fs->told_lock);
+	for (guint i = 0; i < KVT_TOLD_STALE && !told; i++) {
+		if (fs->told[i].tid == tid && now - fs->told[i].at < G_TIME_SPAN_SECOND) {
+			fs->told[i].tid = 0;
+			told = true;
+		}
+	}
+	if (!told && tell) {
+		fs->told[fs->told_next].tid = tid;
+		fs->told[fs->told_next].at = now;
+		fs->told_next = (fs->told_next + 1) % KVT_TOLD_STALE;
+	}
+	g_mutex_unlock(&fs->told_lock);
+	return told;
+}
+
+/* How long a retried change waits for the readers of the page cache. */
+#define ROOM_WAIT_US (10 * G_TIME_SPAN_SECOND)
+
+int kvt_version_room(struct kvt_fs *fs, struct kvt_inode *ino, pid_t tid)
+{
+	gint64 until;
+
+	if (!ino->has_record)
+		return 0;
+	/* Readers that open it from now on do not read by the kernel's size,
+	 * which the change is to move. */
+	ino->rewritten = true;
+	if (ino->cache_readers == 0) {
+		told_before(fs, tid, false); /* a retry that found room */
+		return 0;
+	}
+	if (!told_before(fs, tid, true)) {
+		ino->renew = true;
+		return -ESTALE;
+	}
+	until = g_get_monotonic_time() + ROOM_WAIT_US;
+	while (ino->cache_readers > 0 && g_cond_wait_until(&ino->published, &ino->lock, until))
+		;
+	if (ino->cache_readers > 0) {
+		g_warning("a change of file %" G_GUINT64_FORMAT " in place waited 10 s for its "
+			  "readers of the page cache to close: EBUSY", ino->st_ino);
+		return -EBUSY;
+	}
+	/* It is changed in place after all: no new inode for its name. */
+	ino->renew = false;
+	return 0;
+}
+
 int kvt_version_begin(struct kvt_fs *fs, struct kvt_inode *ino, bool trunc,
 		      bool *ref_inode, struct kvt_stage **out)
 {
@@ -372,12 +429,20 @@ again:
 }
 
 int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
-			 struct kvt_stage **wstage)
+			 struct kvt_stage **wstage, pid_t tid)
 {
 	struct kvt_stage *st = NULL;
 	bool publish, ref_inode = false, joined = false, orphan = false;
 	int ret;
 
+	if (!wstage) {
+		/* A writer's handle made room at its open (file.c). */
+		kvt_inode_lock(ino);
+		ret = kvt_version_room(fs, ino, tid);
+		kvt_inode_unlock(ino);
+		if (ret < 0)
+			return ret;
+	}
 	if (size == 0) {
 		/* O_TRUNC (see ops.c, init): a version of its own, from
 		 * nothing. */

@@ -47,9 +47,19 @@ int kvt_version_install(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_sta
 void kvt_version_settle(struct kvt_inode *ino, const struct kvt_published *pub);
 /* Wakes writers waiting for a publication of @ino to end. */
 void kvt_version_wake(struct kvt_inode *ino);
-/* A new size: truncate by path (@wstage NULL) or through a handle. */
+/* A new size: truncate by path (@wstage NULL; by thread @tid) or
+ * through a handle. */
 int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
-			 struct kvt_stage **wstage);
+			 struct kvt_stage **wstage, pid_t tid);
+/* Whether thread @tid may change @ino's bytes in place now (caller holds
+ * ino->lock).  Readers of the page cache read up to the kernel's size of
+ * the inode, which a new version in place would change under them: with
+ * any open, the change goes to a new inode instead.  -ESTALE the first
+ * time, on which the kernel looks the name up again (a new inode, see
+ * resolve.c) and retries the call once; a retry that comes back to this
+ * inode (an open through /proc/self/fd) waits for those readers to close,
+ * -EBUSY after 10 s. */
+int kvt_version_room(struct kvt_fs *fs, struct kvt_inode *ino, pid_t tid);
 /* The client xattrs and metadata a record of @ino gets (caller holds
  * ino->lock). */
 struct kvt_meta kvt_inode_meta(const struct kvt_inode *ino, bool set_times);

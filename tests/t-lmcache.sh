@@ -11,7 +11,7 @@ KEYS=16
 SIZE=$((2 << 20))
 ROUNDS=10
 
-plan 14
+plan 20
 kvt_setup
 kvt_mount
 
@@ -75,4 +75,91 @@ ok_kvclient "after remount: $((2 * KEYS)) complete .pt blocks" \
 	verify --dir "$MNT" --expect $((2 * KEYS)) --size $SIZE --no-tmp
 ok_kvclient "after remount: every key holds its last version ($ROUNDS)" \
 	verify --dir "$MNT" --expect $((2 * KEYS)) --size $SIZE --version $ROUNDS
+
+# A reader that opened a name before its first version written in place
+# on this mount reads through the page cache, up to the kernel's size of
+# the inode: the new version must not move it (it went to a new inode).
+# rewrite.py PATH OLD NEW [HOLD]: a reader opens PATH, which holds OLD
+# bytes, reads 4 KiB; a writer opens it O_TRUNC (NEW < 0: truncates it
+# by path to -NEW bytes instead; through /proc/self/fd
+# with HOLD: the kernel cannot look the name up again, so the writer
+# waits for the reader, which reads on after HOLD seconds), writes NEW
+# bytes, closes; the reader reads the rest.
+cat >"$T/rewrite.py" <<'PY'
+import os, sys, threading, time
+p, old, new = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+hold = float(sys.argv[4]) if len(sys.argv) > 4 else None
+v1 = open(p, "rb").read()
+v2 = os.urandom(max(new, 0))
+if len(v1) != old:
+    sys.exit("%s holds %d bytes, not %d" % (p, len(v1), old))
+r = os.open(p, os.O_RDONLY)
+first = os.read(r, 4096)
+got, out = [], []
+def read_rest():
+    if hold is not None:
+        time.sleep(hold)
+    rest = b""
+    while True:
+        b = os.read(r, 1 << 20)
+        if not b:
+            break
+        rest += b
+    got.append(first + rest)
+    os.close(r)
+t = threading.Thread(target=read_rest)
+if hold is not None:
+    t.start()
+t0 = time.monotonic()
+try:
+    path = p
+    if hold is not None:
+        o = os.open(p, os.O_PATH)
+        path = "/proc/self/fd/%d" % o
+    if new < 0:  # truncate(2) by path to -NEW bytes
+        v2 = v1[:-new]
+        os.truncate(path, -new)
+    else:
+        w = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        os.write(w, v2)
+        os.close(w)
+    wrote = "the writer wrote"
+except OSError as e:
+    wrote = "the writer got %s" % e.strerror
+    v2 = v1
+secs = time.monotonic() - t0
+if hold is None:
+    t.start()
+t.join()
+now = open(p, "rb").read()
+print("%s after %.1f s; the reader read %d bytes (%s); a new reader %d bytes (%s)" % (
+    wrote, secs, len(got[0]), "its version" if got[0] == v1 else "WRONG",
+    len(now), "the name's version" if now == v2 else "WRONG"))
+sys.exit(0 if got[0] == v1 and now == v2 else 1)
+PY
+# rewrite NAME OLD NEW [HOLD]: rewrite.py on $MNT/NAME; prints its line.
+rewrite() {
+	python3 "$T/rewrite.py" "$MNT/$1" "${@:2}" 2>&1
+}
+head -c 200000 /dev/urandom >"$T/big"
+cp "$T/big" "$MNT/shrink.pt.tmp" && mv "$MNT/shrink.pt.tmp" "$MNT/shrink.pt"
+out=$(rewrite shrink.pt 200000 65536)
+ok $? "a reader of a name stored by rename, opened before it is rewritten in place shorter, reads its whole version: $out"
+out=$(rewrite kv-0000000000000005.pt $SIZE 65536)
+ok $? "the same for a name written in place before the remount: $out"
+cp "$T/big" "$MNT/cut.pt.tmp" && mv "$MNT/cut.pt.tmp" "$MNT/cut.pt"
+out=$(rewrite cut.pt 200000 -1000)
+ok $? "and for truncate(2) by path to 1000 bytes: $out"
+head -c 65536 /dev/urandom >"$T/small"
+cp "$T/small" "$MNT/grow.pt.tmp" && mv "$MNT/grow.pt.tmp" "$MNT/grow.pt"
+out=$(rewrite grow.pt 65536 200000)
+ok $? "rewritten longer: $out"
+cp "$T/big" "$MNT/proc.pt.tmp" && mv "$MNT/proc.pt.tmp" "$MNT/proc.pt"
+out=$(rewrite proc.pt 200000 65536 0.5)
+ok $? "a writer that opens it through /proc/self/fd waits for the reader to close: $out"
+cp "$T/big" "$MNT/busy.pt.tmp" && mv "$MNT/busy.pt.tmp" "$MNT/busy.pt"
+out=$(rewrite busy.pt 200000 65536 12)
+[[ "$out" == "the writer got Device or resource busy after 1"[0-9].* ]] &&
+	grep -q "waited 10 s for its readers of the page cache to close: EBUSY" "$T/daemon.log"
+ok $? "a reader kept open past 10 s: the writer fails with EBUSY, logged; the name keeps its version: $out"
 kvt_umount

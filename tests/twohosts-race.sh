@@ -181,11 +181,15 @@ ok_kvclient "host A stores 8 blocks of 128 KiB, the names the race takes over" \
 	vllm-store --dir "$K1" --blocks 8 --size 131072 --key-base 500 --version 5000
 RACE=(--blocks 8 --size 65536 --size-odd 200000 --writers 8 --readers 8 --shared --key-base 500)
 # race STYLE ROUNDS: STYLE on both hosts at once; prints the summaries.
+# Under the hang guard: a race still running after $KVT_CMD_TIMEOUT s
+# shows what the clients and both daemons wait on (kvt_guard).
 race() {
 	local s1 s2 r1
-	"$KVCLIENT" "$1" --dir "$K1" "${RACE[@]}" --rounds "$2" --version 1 >"$T/race1.out" 2>&1 &
+	kvt_guard "$KVCLIENT" "$1" --dir "$K1" "${RACE[@]}" --rounds "$2" --version 1 \
+		>"$T/race1.out" 2>&1 &
 	r1=$!
-	"$KVCLIENT" "$1" --dir "$K2" "${RACE[@]}" --rounds "$2" --version 1001 >"$T/race2.out" 2>&1
+	kvt_guard "$KVCLIENT" "$1" --dir "$K2" "${RACE[@]}" --rounds "$2" --version 1001 \
+		>"$T/race2.out" 2>&1
 	s2=$?
 	wait "$r1"
 	s1=$?
