@@ -27,7 +27,8 @@
 
 /* How many purges user.kvtierfs.purges keeps, the latest. */
 #define KVT_RECENT_PURGES 16
-#define KVT_TOLD_STALE 16
+/* Threads between an ESTALE of kvt_version_room and its retry at once. */
+#define KVT_TOLD_STALE 64
 
 /* 1 MiB less four pages (see main.c). */
 #define KVT_MAX_READ 1032192

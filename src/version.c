@@ -64,8 +64,9 @@ static bool told_before(struct kvt_fs *fs, pid_t tid, bool tell)
 
 	g_mutex_lock(&fs->told_lock);
 	for (guint i = 0; i < KVT_TOLD_STALE && !told; i++) {
-		if (fs->told[i].tid == tid && now - fs->told[i].at < G_TIME_SPAN_SECOND) {
-			fs->told[i].tid = 0;
+		if (fs->told[i].at && fs->told[i].tid == tid &&
+		    now - fs->told[i].at < G_TIME_SPAN_SECOND) {
+			fs->told[i].at = 0;
 			told = true;
 		}
 	}
