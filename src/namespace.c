@@ -451,7 +451,10 @@ static void keep_replaced_object(struct rename *r)
 }
 
 /* The inode tree follows the lower rename (same locks).  Returns the
- * inode whose reference the caller drops, unlocked. */
+ * inode whose reference the caller drops, unlocked; and in *@unref_dst
+ * the replaced inode whose pending reference it drops.  The replaced
+ * inode is dealt with here, under the locks: once detached, nothing
+ * else keeps it (the kernel may forget it at once). */
 static struct kvt_inode *rename_tree(struct kvt_fs *fs, struct rename *r,
 				     struct kvt_inode **unref_dst)
 {
@@ -468,9 +471,11 @@ static struct kvt_inode *rename_tree(struct kvt_fs *fs, struct rename *r,
 	}
 	if (r->dst && r->dst != r->src) {
 		kvt_inode_detach(r->dst);
-		*unref_dst = r->dst;
-		if (!r->dst->is_dir)
+		if (!r->dst->is_dir) {
 			keep_replaced_object(r);
+			if (drop_version(r->dst))
+				*unref_dst = r->dst;
+		}
 	}
 	return r->src ? move_src(fs, r) : NULL;
 }
@@ -547,7 +552,7 @@ static int rename_once(struct kvt_fs *fs, fuse_ino_t parent, const char *name,
 		kvt_inode_unref(fs, r.src);
 	if (r.replaced.ref[0])
 		kvt_object_release(fs->store, &r.replaced);
-	if (unref_dst && drop_version(unref_dst))
+	if (unref_dst)
 		kvt_inode_unref(fs, unref_dst);
 	if (unref_parent)
 		kvt_inode_unref(fs, unref_parent);
