@@ -196,11 +196,16 @@ static _Noreturn void guard_main(int abort_fd, const char *stat_path, int stop_f
 		}
 		if (n < 0)
 			continue;
-		/* 's': a stop began (more may come: the first counts); 'e',
-		 * the pipe's end, or the end of the daemon's descriptors (and
-		 * so of its connection): nothing left to do. */
+		/* 's': a stop began (more may come: the first counts); 'c':
+		 * the daemon is crashing; 'e', the pipe's end, or the end of
+		 * the daemon's descriptors (and so of its connection):
+		 * nothing left to do. */
 		if (read(stop_fd, &c, 1) != 1 || c == 'e')
 			_exit(aborted);
+		if (c == 'c' && !aborted) {
+			aborted = write(abort_fd, "1", 1) == 1;
+			deadline = -1;
+		}
 		if (c == 's' && deadline < 0 && !aborted)
 			deadline = now_us() + KVT_GUARD_STOP_GRACE_S * 1000000LL;
 	}
@@ -223,6 +228,44 @@ static void on_stop(int sig)
 		    was[i].sa_handler != SIG_IGN)
 			was[i].sa_handler(sig);
 	errno = saved;
+}
+
+/*
+ * A crash.  Before the kernel dumps a process's core, it waits for every
+ * thread to stop, and a thread in an invalidation waits for a directory's
+ * lock that a client holds while it waits for this daemon: the dump, and
+ * the death the guard waits for, never come (ulimit -c 0 changes
+ * nothing).  So the guard is told first, and aborts the connection; then
+ * the signal goes on as it would have: to the handler before this one (a
+ * sanitizer's), or the default action.
+ */
+static const int crash_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP };
+static struct sigaction crash_was[G_N_ELEMENTS(crash_signals)];
+
+static void on_crash(int sig, siginfo_t *si, void *ctx)
+{
+	int saved = errno;
+
+	(void)ctx;
+	(void)!write(stop_pipe, "c", 1);
+	for (size_t i = 0; i < G_N_ELEMENTS(crash_signals); i++)
+		if (crash_signals[i] == sig)
+			sigaction(sig, &crash_was[i], NULL);
+	/* A fault comes again when the instruction runs again; abort()
+	 * raises SIGABRT again itself; a breakpoint (g_error) and a signal
+	 * sent by kill(2) do not come again: raised, and taken once this
+	 * handler returns. */
+	if (sig == SIGTRAP || si->si_code <= 0)
+		raise(sig);
+	errno = saved;
+}
+
+static void crash_handlers(bool on)
+{
+	struct sigaction sa = { .sa_sigaction = on_crash, .sa_flags = SA_SIGINFO };
+
+	for (size_t i = 0; i < G_N_ELEMENTS(crash_signals); i++)
+		sigaction(crash_signals[i], on ? &sa : &crash_was[i], on ? &crash_was[i] : NULL);
 }
 
 struct kvt_guard *kvt_guard_start(const char *mnt, int *why)
@@ -271,6 +314,7 @@ struct kvt_guard *kvt_guard_start(const char *mnt, int *why)
 	sigemptyset(&sa.sa_mask);
 	for (int i = 0; i < 2; i++)
 		sigaction(stop_signals[i], &sa, &was[i]);
+	crash_handlers(true);
 	return g;
 }
 
@@ -283,6 +327,7 @@ bool kvt_guard_stop(struct kvt_guard *g)
 		return false;
 	for (int i = 0; i < 2; i++)
 		sigaction(stop_signals[i], &was[i], NULL);
+	crash_handlers(false);
 	/* Read at once; should the pipe be full, a kill ends it. */
 	while ((ret = write(stop_pipe, "e", 1)) < 0 && errno == EINTR)
 		;

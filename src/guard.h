@@ -1,6 +1,6 @@
 /* The connection's guard (guard.c): a child process that aborts the
- * mount's FUSE connection when the daemon dies without ending it, or
- * when its stop does not end (below).
+ * mount's FUSE connection when the daemon dies without ending it, as
+ * soon as it crashes (guard.c), or when its stop does not end (below).
  *
  * The kernel ends a connection when its last /dev/fuse descriptor
  * closes, that is when the daemon's last thread has exited.  A thread

@@ -16,7 +16,7 @@
 kvt_require_root
 command -v bindfs >/dev/null || { echo "1..0 # SKIP bindfs is missing"; exit 0; }
 
-plan 24
+plan 33
 kvt_setup
 
 REAL="$T/real" MID="$T/mid"
@@ -182,3 +182,60 @@ kvt_mount
 [ ! -e "$b" ] && [ ! -e "$d/new" ]
 ok $? "mounted again: the torn block is gone, no directory was made"
 ok_kvclient "the other blocks verify" verify --dir "$MNT" --expect 7
+
+# --- a crash while an invalidation waits on a client -------------------------
+# Before the kernel dumps a core (with ulimit -c 0 too) it waits for every
+# thread of the process to stop.  One in an invalidation waits for a
+# directory's lock, held by a client's rename that waits for this daemon:
+# the dump never ends, nor the daemon, nor the client.  The crash signal
+# tells the guard first, which aborts the connection.  Here the rename's
+# record write is delayed (KVT_FAULTS), and a second mount of the store
+# makes the first one invalidate every entry the kernel holds, the
+# rename's source too.
+kvt_umount
+export KVT_FAULTS="write:8000ms:name=n.*:max=1"
+kvt_mount
+unset KVT_FAULTS
+pid=$KVT_PID
+mkdir "$MNT/crash" && head -c 100000 /dev/urandom >"$MNT/crash/n.tmp"
+python3 -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])' \
+	"$MNT/crash/n.tmp" "$MNT/crash/n" 2>"$T/crash.rename" &
+rpid=$!
+waiting_on_mount "$rpid"
+ok $? "a rename in crash/ waits for the daemon (its record write delayed 8 s)"
+MNT2="$T/mnt2"
+mkdir "$MNT2"
+kvt_start "$LOWER" "$MNT2"
+pid2=$KVT_LAST_PID
+inval=1
+for ((i = 0; i < 100; i++)); do
+	if grep -qs fuse_reverse_inval_entry /proc/"$pid"/task/*/stack; then
+		inval=0
+		break
+	fi
+	sleep 0.05
+done
+ok "$inval" "a second mount: the first one's invalidation of crash/n.tmp waits for the rename's lock"
+KVT_PID=
+# Not ended in 20 s: the test aborts the connection itself, or it would
+# leave the daemon and the rename waiting forever (a kill would not end a
+# process whose core is being dumped).
+_kvt_after 20 kvt_abort_conn "$MNT"
+wd=$!
+t0=$(date +%s%N)
+kill -ABRT "$pid"
+wait "$pid"
+st=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+_kvt_after_cancel "$wd" && diag "the test had to abort the connection itself"
+unset "KVT_DAEMONS[$pid]"
+wait "$rpid"
+rst=$?
+[ "$st" = 134 ] && [ "$ms" -lt 5000 ]
+ok $? "SIGABRT: the daemon dies in $ms ms (status $st), its core not waiting on the rename"
+[ "$rst" != 0 ] && grep -q "Software caused connection abort" "$T/crash.rename"
+ok $? "the rename fails with ECONNABORTED (status $rst: $(tail -n 1 "$T/crash.rename"))"
+fusermount3 -u -z "$MNT" 2>/dev/null
+[ -d "$MNT2/crash" ] && [ ! -e "$MNT2/crash/n" ]
+ok $? "the second mount: crash/ is there, crash/n never was"
+kvt_stop "$MNT2" "$pid2"
