@@ -83,6 +83,7 @@ bool kvt_inode_is_local(struct kvt_inode *ino)
 
 void kvt_inode_ref(struct kvt_inode *ino)
 {
+	kvt_inode_check_live(ino, "reference");
 	g_atomic_int_inc(&ino->refs);
 }
 
@@ -103,6 +104,55 @@ void kvt_inode_detach(struct kvt_inode *child)
 	__atomic_store_n(&child->unlinked, true, __ATOMIC_RELAXED);
 }
 
+#ifdef KVT_INODE_QUARANTINE
+/*
+ * Checked builds keep the last freed inodes, marked, instead of giving
+ * them back to malloc: a call that still uses one (a reference it did not
+ * hold, a kernel FORGET in between) aborts at its next lock or reference
+ * with the inode named, where the plain build would read memory malloc
+ * may have handed out again, and go on silently.
+ */
+#define QUARANTINE 16384
+
+static GMutex quarantine_lock;
+static GQueue quarantine = G_QUEUE_INIT;
+
+static void quarantine_add(struct kvt_inode *ino)
+{
+	struct kvt_inode *old = NULL;
+
+	g_atomic_int_set(&ino->refs, KVT_INODE_FREED);
+	g_mutex_lock(&quarantine_lock);
+	g_queue_push_tail(&quarantine, ino);
+	if (quarantine.length > QUARANTINE)
+		old = g_queue_pop_head(&quarantine);
+	g_mutex_unlock(&quarantine_lock);
+	g_free(old);
+}
+
+void kvt_inode_check_live(const struct kvt_inode *ino, const char *what)
+{
+	if (g_atomic_int_get(&ino->refs) == KVT_INODE_FREED)
+		g_error("%s: inode %p was freed", what, (const void *)ino);
+}
+
+static void quarantine_free_all(void)
+{
+	g_mutex_lock(&quarantine_lock);
+	g_queue_clear_full(&quarantine, g_free);
+	g_mutex_unlock(&quarantine_lock);
+}
+#else
+static void quarantine_add(struct kvt_inode *ino)
+{
+	g_free(ino);
+}
+
+static void quarantine_free_all(void)
+{
+}
+#endif
+
 static void inode_free(struct kvt_fs *fs, struct kvt_inode *ino)
 {
 	kvt_lru_forget(fs, ino);
@@ -120,7 +170,7 @@ static void inode_free(struct kvt_fs *fs, struct kvt_inode *ino)
 	g_cond_clear(&ino->published);
 	g_mutex_clear(&ino->lock);
 	g_free(ino->name);
-	g_free(ino);
+	quarantine_add(ino);
 }
 
 void kvt_inode_discard(struct kvt_fs *fs, struct kvt_inode *ino)
@@ -137,6 +187,7 @@ void kvt_inode_unref(struct kvt_fs *fs, struct kvt_inode *ino)
 		struct kvt_inode *p;
 		bool attached;
 
+		kvt_inode_check_live(ino, "unreference");
 		kvt_tree_lock(fs);
 		p = ino->parent;
 		if (p)
@@ -210,6 +261,7 @@ void kvt_inodes_free_all(struct kvt_fs *fs)
 	while ((l = g_queue_peek_head_link(&fs->live_inodes)))
 		inode_free(fs, l->data);
 	fs->root = NULL;
+	quarantine_free_all();
 }
 
 /* @ino's parent, referenced, and its name in *@name; NULL once it is

@@ -76,8 +76,28 @@ static inline fuse_ino_t kvt_nodeid_of(struct kvt_fs *fs, struct kvt_inode *ino)
 	return ino == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)ino;
 }
 
+/* Checked builds keep freed inodes a while (inode.c); AddressSanitizer
+ * keeps them better: every field, not only locks and references. */
+#if defined(KVT_LOCK_CHECKS) && !defined(__SANITIZE_ADDRESS__)
+#define KVT_INODE_QUARANTINE 1
+#endif
+
+#ifdef KVT_INODE_QUARANTINE
+/* The refs of a freed inode in the quarantine. */
+#define KVT_INODE_FREED (-0x5a5a5a5a)
+/* Aborts, naming @what, if @ino was freed. */
+void kvt_inode_check_live(const struct kvt_inode *ino, const char *what);
+#else
+static inline void kvt_inode_check_live(const struct kvt_inode *ino, const char *what)
+{
+	(void)ino;
+	(void)what;
+}
+#endif
+
 static inline void kvt_inode_lock(struct kvt_inode *ino)
 {
+	kvt_inode_check_live(ino, "lock");
 	kvt_mutex_lock(&ino->lock, ino->is_dir ? KVT_RANK_DIR : KVT_RANK_FILE);
 }
 
