@@ -248,17 +248,17 @@ void kvt_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, -ret);
 }
 
-/* Drops the version @ino was writing (its name went); true when the
- * caller must drop the inode's pending reference, once it holds no lock. */
-static bool drop_version(struct kvt_inode *ino)
+/* Takes the version @ino was writing (its name went), for the caller to
+ * drop once it holds no lock (its staged file goes with its last
+ * reference); the caller then drops the inode's pending reference too. */
+static struct kvt_stage *take_version(struct kvt_inode *ino)
 {
 	struct kvt_stage *st;
 
 	kvt_inode_lock(ino);
 	st = g_steal_pointer(&ino->stage);
 	kvt_inode_unlock(ino);
-	kvt_stage_unref(st);
-	return st != NULL;
+	return st;
 }
 
 void kvt_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -266,7 +266,8 @@ void kvt_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_inode *p = kvt_inode_of(fs, parent), *child;
 	g_autoptr(kvt_dir) pd = NULL;
-	bool local = false, drop = false;
+	struct kvt_stage *version = NULL;
+	bool local = false;
 	struct stat st;
 	int ret = kvt_inode_dir(fs, p, &pd);
 
@@ -288,11 +289,13 @@ void kvt_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (ret == 0 && child) {
 		kvt_inode_detach(child);
-		drop = drop_version(child);
+		version = take_version(child);
 	}
 	kvt_inode_unlock(p);
-	if (drop)
+	if (version) {
+		kvt_stage_unref(version);
 		kvt_inode_unref(fs, child);
+	}
 	fuse_reply_err(req, -ret);
 }
 
@@ -341,6 +344,10 @@ struct rename {
 	bool published;
 	struct kvt_record id;       /* the object published, for -o sync */
 	struct kvt_record replaced; /* what was at the new name */
+	/* The replaced inode's unwritten version, dropped after the locks,
+	 * and then that inode's pending reference. */
+	struct kvt_stage *dst_version;
+	struct kvt_inode *dst_pending;
 };
 
 /* A rename that publishes a temp file (the common one) makes the object
@@ -451,12 +458,11 @@ static void keep_replaced_object(struct rename *r)
 }
 
 /* The inode tree follows the lower rename (same locks).  Returns the
- * inode whose reference the caller drops, unlocked; and in *@unref_dst
- * the replaced inode whose pending reference it drops.  The replaced
- * inode is dealt with here, under the locks: once detached, nothing
- * else keeps it (the kernel may forget it at once). */
-static struct kvt_inode *rename_tree(struct kvt_fs *fs, struct rename *r,
-				     struct kvt_inode **unref_dst)
+ * inode whose reference the caller drops, unlocked.  The replaced inode
+ * is read here, under the locks: once detached, nothing else keeps it
+ * (the kernel may forget it at once), but its pending reference
+ * (r->dst_pending) while it has a version. */
+static struct kvt_inode *rename_tree(struct kvt_fs *fs, struct rename *r)
 {
 	if (r->flags & RENAME_EXCHANGE) {
 		if (r->src && r->dst) {
@@ -473,8 +479,9 @@ static struct kvt_inode *rename_tree(struct kvt_fs *fs, struct rename *r,
 		kvt_inode_detach(r->dst);
 		if (!r->dst->is_dir) {
 			keep_replaced_object(r);
-			if (drop_version(r->dst))
-				*unref_dst = r->dst;
+			r->dst_version = take_version(r->dst);
+			if (r->dst_version)
+				r->dst_pending = r->dst;
 		}
 	}
 	return r->src ? move_src(fs, r) : NULL;
@@ -490,7 +497,7 @@ static int rename_once(struct kvt_fs *fs, fuse_ino_t parent, const char *name,
 		.p = kvt_inode_of(fs, parent), .np = kvt_inode_of(fs, newparent),
 		.name = name, .newname = newname, .flags = flags,
 	};
-	struct kvt_inode *unref_parent = NULL, *unref_dst = NULL;
+	struct kvt_inode *unref_parent = NULL;
 	bool drop = false;
 	int ret;
 
@@ -532,7 +539,7 @@ static int rename_once(struct kvt_fs *fs, fuse_ino_t parent, const char *name,
 	r.dst = g_hash_table_lookup(r.np->children, newname);
 	ret = rename_lower(fs, &r);
 	if (ret == 0)
-		unref_parent = rename_tree(fs, &r, &unref_dst);
+		unref_parent = rename_tree(fs, &r);
 	if (r.published)
 		drop = kvt_version_published(fs, r.src, &r.pub, false);
 	unlock_two(r.p, r.np);
@@ -552,8 +559,10 @@ static int rename_once(struct kvt_fs *fs, fuse_ino_t parent, const char *name,
 		kvt_inode_unref(fs, r.src);
 	if (r.replaced.ref[0])
 		kvt_object_release(fs->store, &r.replaced);
-	if (unref_dst)
-		kvt_inode_unref(fs, unref_dst);
+	if (r.dst_version) {
+		kvt_stage_unref(r.dst_version);
+		kvt_inode_unref(fs, r.dst_pending);
+	}
 	if (unref_parent)
 		kvt_inode_unref(fs, unref_parent);
 reply:
