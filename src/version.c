@@ -103,8 +103,9 @@ int kvt_version_room(struct kvt_fs *fs, struct kvt_inode *ino, pid_t tid)
 	while (ino->cache_readers > 0 && g_cond_wait_until(&ino->published, &ino->lock, until))
 		;
 	if (ino->cache_readers > 0) {
-		g_warning("a change of file %" G_GUINT64_FORMAT " in place waited 10 s for its "
-			  "readers of the page cache to close: EBUSY", ino->st_ino);
+		g_warning("a change of file %" G_GUINT64_FORMAT " in place waited %d s for its "
+			  "readers of the page cache to close: EBUSY", ino->st_ino,
+			  (int)(ROOM_WAIT_US / G_TIME_SPAN_SECOND));
 		return -EBUSY;
 	}
 	/* It is changed in place after all: no new inode for its name. */

@@ -95,7 +95,7 @@ if len(v1) != old:
     sys.exit("%s holds %d bytes, not %d" % (p, len(v1), old))
 r = os.open(p, os.O_RDONLY)
 first = os.read(r, 4096)
-got, out = [], []
+got = []
 def read_rest():
     if hold is not None:
         time.sleep(hold)
