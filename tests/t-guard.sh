@@ -198,7 +198,9 @@ kvt_mount
 unset KVT_FAULTS
 pid=$KVT_PID
 mkdir "$MNT/crash" && head -c 100000 /dev/urandom >"$MNT/crash/n.tmp"
-python3 -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])' \
+py=/usr/bin/python3 # Debian's: a shim in PATH may take seconds to start
+[ -x "$py" ] || py=python3
+"$py" -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])' \
 	"$MNT/crash/n.tmp" "$MNT/crash/n" 2>"$T/crash.rename" &
 rpid=$!
 waiting_on_mount "$rpid"
