@@ -54,9 +54,17 @@ static int new_version(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t keep,
 	return 0;
 }
 
-/* Whether thread @tid was told ESTALE by kvt_version_room within the
- * last second (this call is the kernel's retry), forgetting it; if not,
- * and @tell, it is now. */
+/* How long after its ESTALE a thread's next change counts as the
+ * kernel's retry.  The retry comes at once, but its lookup is a round
+ * trip on a network file system, and on a loaded one it took more than a
+ * second: a second ESTALE then went to the client (the kernel retries
+ * once).  A thread whose retry never came here waits for the readers,
+ * at its next change within the window, instead of being sent away. */
+#define TOLD_WINDOW_US (10 * G_TIME_SPAN_SECOND)
+
+/* Whether thread @tid was told ESTALE by kvt_version_room within
+ * TOLD_WINDOW_US (this call is the kernel's retry), forgetting it; if
+ * not, and @tell, it is now. */
 static bool told_before(struct kvt_fs *fs, pid_t tid, bool tell)
 {
 	gint64 now = g_get_monotonic_time();
@@ -65,7 +73,7 @@ static bool told_before(struct kvt_fs *fs, pid_t tid, bool tell)
 	g_mutex_lock(&fs->told_lock);
 	for (guint i = 0; i < KVT_TOLD_STALE && !told; i++) {
 		if (fs->told[i].at && fs->told[i].tid == tid &&
-		    now - fs->told[i].at < G_TIME_SPAN_SECOND) {
+		    now - fs->told[i].at < TOLD_WINDOW_US) {
 			fs->told[i].at = 0;
 			told = true;
 		}
