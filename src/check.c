@@ -335,7 +335,7 @@ static struct obj_inode *hash_inode(struct ctx *c, GHashTable *inodes, struct kv
 		walk_error(c, "%s: cannot open: %s", shown, g_strerror(-fd));
 		return oi;
 	}
-	ret = kvt_hash_fd(fd, fst.st_size, &oi->found);
+	ret = kvt_hash_fd(fd, fst.st_size, &oi->found, NULL);
 	if (ret < 0) {
 		walk_error(c, "%s: cannot read: %s", shown, g_strerror(-ret));
 	} else {

@@ -44,6 +44,7 @@ struct kvt_fs {
 	struct fuse_session *se;
 	struct kvt_stats stats;
 	struct kvt_verifier *verifier;
+	struct kvt_copies *copies;   /* verified copies (verify=always), or NULL */
 	struct kvt_notifier *notifier;
 
 	/* Options. */

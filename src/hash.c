@@ -26,7 +26,7 @@ void kvt_hash_buf(const void *buf, size_t len, kvt_hash *out)
 	canonical(XXH3_128bits_dispatch(buf, len), out);
 }
 
-int kvt_hash_fd(int fd, uint64_t size, kvt_hash *out)
+int kvt_hash_fd(int fd, uint64_t size, kvt_hash *out, void *copy)
 {
 	XXH3_state_t *st = XXH3_createState();
 	char *buf = malloc(HASH_CHUNK);
@@ -43,7 +43,8 @@ int kvt_hash_fd(int fd, uint64_t size, kvt_hash *out)
 	posix_fadvise(fd, 0, size, POSIX_FADV_WILLNEED);
 	while (off < size) {
 		size_t want = size - off < HASH_CHUNK ? size - off : HASH_CHUNK;
-		ssize_t n = pread(fd, buf, want, off);
+		char *to = copy ? (char *)copy + off : buf;
+		ssize_t n = pread(fd, to, want, off);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -55,7 +56,7 @@ int kvt_hash_fd(int fd, uint64_t size, kvt_hash *out)
 			ret = -ENODATA;
 			goto out;
 		}
-		XXH3_128bits_update_dispatch(st, buf, n);
+		XXH3_128bits_update_dispatch(st, to, n);
 		off += n;
 	}
 	canonical(XXH3_128bits_digest(st), out);

@@ -13,8 +13,9 @@ typedef struct {
 
 void kvt_hash_buf(const void *buf, size_t len, kvt_hash *out);
 /* Hashes the first @size bytes of @fd; -ENODATA if the file holds fewer,
- * the read's -errno on an I/O error. */
-int kvt_hash_fd(int fd, uint64_t size, kvt_hash *out);
+ * the read's -errno on an I/O error.  @copy: NULL, or @size bytes that
+ * receive the bytes hashed. */
+int kvt_hash_fd(int fd, uint64_t size, kvt_hash *out, void *copy);
 void kvt_hash_hex(const kvt_hash *h, char out[KVT_HASH_HEX_LEN + 1]);
 bool kvt_hash_parse(const char *hex, size_t len, kvt_hash *out);
 bool kvt_hash_equal(const kvt_hash *a, const kvt_hash *b);

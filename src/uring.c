@@ -86,10 +86,12 @@ void kvt_uring_cleanup(void)
 	kvt_pool_clear(&ring_pool);
 }
 
-static int hash_with_ring(struct thread_ring *tr, int fd, uint64_t size, kvt_hash *out)
+static int hash_with_ring(struct thread_ring *tr, int fd, uint64_t size, kvt_hash *out,
+			  char *copy)
 {
 	/* Chunk k lives in buf[k % DEPTH]; res[] holds its completion. */
 	int64_t res[DEPTH];
+	char *dst[DEPTH];  /* where chunk k % DEPTH is read */
 	bool done[DEPTH] = { false };
 	uint64_t submitted = 0, hashed = 0; /* in chunks */
 	uint64_t nchunks = (size + CHUNK - 1) / CHUNK;
@@ -112,7 +114,8 @@ static int hash_with_ring(struct thread_ring *tr, int fd, uint64_t size, kvt_has
 
 			if (!sqe)
 				break;
-			io_uring_prep_read(sqe, fd, tr->buf[slot], MIN(CHUNK, size - off), off);
+			dst[slot] = copy ? copy + off : tr->buf[slot];
+			io_uring_prep_read(sqe, fd, dst[slot], MIN(CHUNK, size - off), off);
 			io_uring_sqe_set_data64(sqe, slot);
 			done[slot] = false;
 			submitted++;
@@ -131,7 +134,7 @@ static int hash_with_ring(struct thread_ring *tr, int fd, uint64_t size, kvt_has
 			res[slot] = cqe->res;
 			/* The kernel filled it: memcheck cannot see io_uring. */
 			if (cqe->res > 0)
-				VALGRIND_MAKE_MEM_DEFINED(tr->buf[slot], cqe->res);
+				VALGRIND_MAKE_MEM_DEFINED(dst[slot], cqe->res);
 			done[slot] = true;
 			inflight--;
 			seen++;
@@ -147,7 +150,7 @@ static int hash_with_ring(struct thread_ring *tr, int fd, uint64_t size, kvt_has
 			else if ((uint64_t)res[slot] < want)
 				ret = -ENODATA; /* the file ends early */
 			else
-				kvt_hash_stream_update(hs, tr->buf[slot], want);
+				kvt_hash_stream_update(hs, dst[slot], want);
 			done[slot] = false;
 			hashed++;
 		}
@@ -160,14 +163,14 @@ static int hash_with_ring(struct thread_ring *tr, int fd, uint64_t size, kvt_has
 	return ret;
 }
 
-int kvt_uring_hash_fd(int fd, uint64_t size, kvt_hash *out)
+int kvt_uring_hash_fd(int fd, uint64_t size, kvt_hash *out, void *copy)
 {
 	struct thread_ring *tr = kvt_uring_enabled() ? ring_get() : NULL;
 	int ret;
 
 	if (!tr)
 		return -ENOSYS;
-	ret = hash_with_ring(tr, fd, size, out);
+	ret = hash_with_ring(tr, fd, size, out, copy);
 	kvt_pool_put(&ring_pool, tr);
 	return ret;
 }

@@ -14,7 +14,8 @@ bool kvt_uring_enabled(void);
 
 /* Hashes the first @size bytes of @fd; -ENODATA if it holds fewer, the
  * read's -errno on an I/O error, -ENOSYS when io_uring is off or not
- * available. */
-int kvt_uring_hash_fd(int fd, uint64_t size, kvt_hash *out);
+ * available.  @copy: NULL, or @size bytes that receive the bytes hashed
+ * (read there rather than into the ring's buffers). */
+int kvt_uring_hash_fd(int fd, uint64_t size, kvt_hash *out, void *copy);
 /* Frees the rings kept for the next hashes (at exit). */
 void kvt_uring_cleanup(void);

@@ -153,9 +153,9 @@ void kvt_verifier_forget(struct kvt_verifier *v, const kvt_hash *hash)
 	g_mutex_unlock(&s->lock);
 }
 
-int kvt_verify_fd(struct kvt_verifier *v, int fd, const struct stat *st,
-		  const struct kvt_record *rec, bool force,
-		  struct kvt_verify_result *res)
+static int verify(struct kvt_verifier *v, int fd, const struct stat *st,
+		  const struct kvt_record *rec, bool force, struct kvt_verify_result *res,
+		  void *copy)
 {
 	kvt_hash h;
 	int ret;
@@ -170,9 +170,9 @@ int kvt_verify_fd(struct kvt_verifier *v, int fd, const struct stat *st,
 	ret = kvt_object_fault(KVT_FAULT_READ, rec);
 	if (ret < 0)
 		return ret;
-	ret = kvt_uring_hash_fd(fd, rec->size, &h);
+	ret = kvt_uring_hash_fd(fd, rec->size, &h, copy);
 	if (ret == -ENOSYS)
-		ret = kvt_hash_fd(fd, rec->size, &h);
+		ret = kvt_hash_fd(fd, rec->size, &h, copy);
 	if (ret == -ENODATA) {
 		/* Shrunk while being hashed; a read error is not a verdict
 		 * on the object and goes back as it is. */
@@ -190,4 +190,17 @@ int kvt_verify_fd(struct kvt_verifier *v, int fd, const struct stat *st,
 	}
 	remember(v, &rec->hash, st);
 	return 0;
+}
+
+int kvt_verify_fd(struct kvt_verifier *v, int fd, const struct stat *st,
+		  const struct kvt_record *rec, bool force,
+		  struct kvt_verify_result *res)
+{
+	return verify(v, fd, st, rec, force, res, NULL);
+}
+
+int kvt_verify_fd_into(struct kvt_verifier *v, int fd, const struct stat *st,
+		       const struct kvt_record *rec, struct kvt_verify_result *res, void *copy)
+{
+	return verify(v, fd, st, rec, true, res, copy);
 }

@@ -37,3 +37,10 @@ void kvt_verifier_forget(struct kvt_verifier *v, const kvt_hash *hash);
 int kvt_verify_fd(struct kvt_verifier *v, int fd, const struct stat *st,
 		  const struct kvt_record *rec, bool force,
 		  struct kvt_verify_result *res);
+
+/* As kvt_verify_fd with @force, the bytes hashed read into @copy
+ * (rec->size bytes): on 0, @copy holds exactly the verified bytes, for
+ * the open to serve (memcopy.h) instead of reading the lower file again,
+ * which costs a second trip and may have changed since. */
+int kvt_verify_fd_into(struct kvt_verifier *v, int fd, const struct stat *st,
+		       const struct kvt_record *rec, struct kvt_verify_result *res, void *copy);

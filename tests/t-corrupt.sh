@@ -10,7 +10,9 @@
 # verified.  Then: a buffered tail read and an mmap read of a damaged
 # block, an fd opened before a purge, an fd whose next read finds the object
 # truncated (EIO, never a short count), two names sharing one damaged object
-# (dedup), and -o verify=always finding damage done after a verified read.
+# (dedup), and -o verify=always finding damage done after a verified read,
+# and serving an fd opened before the damage the bytes verified at its
+# open.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/damage.sh"
 
@@ -26,10 +28,11 @@ ALWAYS=23
 HELD_ALWAYS=24
 SHORT=25        # 25, 26
 DEDUP=27
-NBLOCKS=28
+COPY=28
+NBLOCKS=29
 
 kvt_require_root
-plan 159
+plan 166
 kvt_setup
 
 # probe KEY ARGS...: one load of block KEY through $MNT (kvclient probe);
@@ -334,6 +337,28 @@ ok $? "verify=always, open fd: the next read on the fd opened before the purge g
 diag_file "$T/probe.err" 4
 after_found "verify=always, open fd" bitflip "$T/before" "$mark" $HELD_ALWAYS
 restore "verify=always, open fd" $HELD_ALWAYS
+
+# an fd opened before a bit flip, which reads on before any other open
+# finds it: its bytes are the ones hashed at its open (a verified copy,
+# src/verify.h), never the flipped one
+: >"$T/probe.err"
+hold $COPY
+IFS= read -r -t 60 -u "$HFD" o
+[ "$o" = ok ]
+ok $? "verify=always, open fd, read on: the first O_DIRECT read is ok (got '$o')"
+dmg_stats "$T/before"
+mark=$(dmg_log_mark)
+damage bitflip $COPY
+held_read $COPY
+o=$HELD_OUT
+[ "$o" = ok ]
+ok $? "verify=always, open fd, read on: after a bit flip, the fd reads the bytes verified at its open (got '$o')"
+o=$(probe $COPY --odirect)
+[ "$o" = eio ]
+ok $? "verify=always, open fd, read on: a second open gets EIO and purges (got '$o')"
+diag_file "$T/probe.err" 4
+after_found "verify=always, read on" bitflip "$T/before" "$mark" $COPY
+restore "verify=always, read on" $COPY
 kvt_umount
 
 # --- every block is back, nothing else is left over -----------------------

@@ -14,6 +14,7 @@
 #define XXH_DISPATCH_DISABLE_REPLACE
 #include <xxh_x86dispatch.h>
 
+#include "../src/memcopy.h"
 #include "../src/pool.h"
 #include "../src/stats.h"
 #include "../src/store.h"
@@ -195,15 +196,15 @@ static void test_uring(struct kvt_store *s)
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	ok(fd >= 0 && write(fd, buf, len) == (ssize_t)len, "uring: a 3 MiB + 3 file is written");
 	kvt_uring_enable(true);
-	ret = kvt_uring_hash_fd(fd, len, &ring);
+	ret = kvt_uring_hash_fd(fd, len, &ring, NULL);
 	if (ret == -ENOSYS) {
 		printf("ok %d - io_uring is not available here # SKIP\n", ++n_test);
 		printf("ok %d - # SKIP\n", ++n_test);
 	} else {
-		ok(ret == 0 && kvt_hash_fd(fd, len, &plain) == 0 && kvt_hash_equal(&plain, &ring),
+		ok(ret == 0 && kvt_hash_fd(fd, len, &plain, NULL) == 0 && kvt_hash_equal(&plain, &ring),
 		   "the io_uring reader computes the plain reader's hash");
-		ok(kvt_uring_hash_fd(fd, len + 4096, &ring) == -ENODATA &&
-		   kvt_hash_fd(fd, len + 4096, &plain) == -ENODATA,
+		ok(kvt_uring_hash_fd(fd, len + 4096, &ring, NULL) == -ENODATA &&
+		   kvt_hash_fd(fd, len + 4096, &plain, NULL) == -ENODATA,
 		   "both readers answer ENODATA for a file shorter than asked");
 	}
 	kvt_uring_enable(false);
@@ -348,6 +349,74 @@ static void test_pool(void)
 	   "pool: clear frees every idle item");
 }
 
+/* Verified copies: the bytes written through a copy's mapping are what
+ * its memory file reads; a copy given back is lent again for the same
+ * size; the budget bounds copies in use and pooled, the pool giving its
+ * oldest up for a new size; and a copy hashed into holds the object. */
+static void test_copies(void)
+{
+	const uint64_t MiB = 1 << 20;
+	struct kvt_copies *c = kvt_copies_new(16 * MiB);
+	struct kvt_copy *a, *b, *x[8];
+	char buf[16];
+	int n = 0;
+
+	a = kvt_copy_get(c, MiB + 1);
+	ok(a && a->size == 2 * MiB, "copies: a copy is the size asked, rounded up to a MiB");
+	memcpy(a->map, "verified bytes", 15);
+	ok(pread(a->fd, buf, 15, 0) == 15 && !memcmp(buf, "verified bytes", 15),
+	   "copies: what the mapping holds, its memory file reads");
+	kvt_copy_put(c, a);
+	b = kvt_copy_get(c, 2 * MiB);
+	ok(b == a, "copies: one given back is lent again for the same size");
+	while (n < 8 && (x[n] = kvt_copy_get(c, 2 * MiB)))
+		n++;
+	ok(n == 7, "copies: at most the budget at once (7 more of 2 MiB in 16 MiB)");
+	kvt_copy_put(c, b);
+	for (int i = 0; i < n; i++)
+		kvt_copy_put(c, x[i]);
+	/* The pool kept a quarter of the budget (two of 2 MiB): two copies
+	 * of 8 MiB fit only once those went. */
+	a = kvt_copy_get(c, 8 * MiB);
+	b = kvt_copy_get(c, 8 * MiB);
+	ok(a && b && a->size == 8 * MiB && b->size == 8 * MiB,
+	   "copies: the pooled copies of another size go to make room for a new one");
+	kvt_copy_put(c, a);
+	kvt_copy_put(c, b);
+	ok(kvt_copy_get(c, 0) == NULL && kvt_copy_get(c, 17 * MiB) == NULL,
+	   "copies: none for nothing, none past the budget");
+	kvt_copies_free(c);
+}
+
+/* kvt_verify_fd_into: the copy holds the bytes hashed. */
+static void test_verify_into(struct kvt_store *s)
+{
+	struct kvt_verifier *v = kvt_verifier_new(16);
+	struct kvt_copies *c = kvt_copies_new(64 << 20);
+	struct kvt_verify_result res;
+	g_autofree char *bytes = g_malloc(3 << 20);
+	struct kvt_record rec;
+	struct kvt_copy *cp;
+	struct stat st;
+	int fd, ret;
+
+	memset(bytes, 'q', (size_t)3 << 20);
+	kvt_record_init(&rec);
+	ret = store_bytes(s, "into.bin", 'q', (size_t)3 << 20, &rec);
+	fd = ret == 0 ? kvt_object_open(s, &rec, O_RDONLY, &st) : -1;
+	cp = kvt_copy_get(c, rec.size);
+	ret = fd >= 0 && cp ? kvt_verify_fd_into(v, fd, &st, &rec, &res, cp->map) : -1;
+	ok(ret == 0 && !memcmp(cp->map, bytes, 3 << 20),
+	   "verify into a copy: it matches, and the copy holds the object's bytes");
+	if (fd >= 0)
+		close(fd);
+	if (cp)
+		kvt_copy_put(c, cp);
+	kvt_record_clear(&rec);
+	kvt_copies_free(c);
+	kvt_verifier_free(v);
+}
+
 int main(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("kvt-verify-XXXXXX", NULL);
@@ -356,7 +425,7 @@ int main(void)
 
 	top = dir;
 
-	printf("1..33\n");
+	printf("1..40\n");
 	s = kvt_store_open(top, &err);
 	ok(s != NULL, "a store is created");
 	if (!s)
@@ -366,6 +435,8 @@ int main(void)
 	test_stats(s);
 	test_uring(s);
 	test_pool();
+	test_copies();
+	test_verify_into(s);
 	test_hash_speed();
 	kvt_store_close(s);
 	{
