@@ -65,11 +65,14 @@ void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		else
 			ret = make_dir(fs, pd, name, mode, fuse_req_ctx(req), &made);
 		kvt_inode_unlock(p);
-		if (remade || (ret != -ENOENT && ret != -ESTALE) || p == fs->root ||
-		    !kvt_dir_gone(pd))
+		if (remade || (ret != -ENOENT && ret != -ESTALE) || p == fs->root)
 			break;
-		/* Another mount removed the directory (an evictor's rmdir
-		 * of an empty one): made again, and so is the mkdir. */
+		/* The directory is gone from under its descriptor: another
+		 * mount removed it (an evictor's rmdir of an empty one), or
+		 * a network file system no longer knows the one this mount
+		 * holds, though it still answers for it (GlusterFS, two hosts
+		 * making one directory at once, keeps one of the two).  Made
+		 * again, or the one at its name taken, and so is the mkdir. */
 		g_clear_pointer(&pd, kvt_dir_unref);
 		ret = kvt_inode_dir_remake(fs, p, &pd);
 	}

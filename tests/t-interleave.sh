@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root
-plan 24
+plan 28
 kvt_setup
 MNT2="$T/mnt2"
 mkdir "$MNT2"
@@ -131,3 +131,20 @@ grep -q "stat:1500ms:name=$hash.\*:max=1: 1 faults" "$T/daemon.log" &&
 ok $? "the daemon delayed the lookup's stat and the old reference's unlink, once each"
 kvt_mount
 ok_cmd "mounted again: l/m reads as the rename's version" cmp "$T/m2" "$MNT/l/m"
+
+# --- a mkdir in a directory the lower file system no longer knows ---------
+# Two hosts making one fan-out directory at once on GlusterFS: the brick
+# keeps one of the two, and the host whose directory lost holds a
+# descriptor that still answers fstat (it is not gone by its links) but
+# makes nothing in it: ENOENT.  Here the lower mkdir of d/sub answers
+# ENOENT once (KVT_FAULTS); the mkdir must take the directory at d's name
+# and make sub there, not hand the ENOENT to the client (a store's
+# mkdir -p failed so in t-gluster.sh's race, once in CI).
+kvt_umount
+export KVT_FAULTS="mkdir:ENOENT:max=1:name=sub"
+kvt_mount
+unset KVT_FAULTS
+ok_cmd "mkdir d, then d/sub with its lower mkdir answering ENOENT once" \
+	bash -c 'mkdir "$1/d" && mkdir "$1/d/sub" && [ -d "$1/d/sub" ]' _ "$MNT"
+ok_cmd "a block stored in d/sub reads back" \
+	bash -c 'cp "$1" "$2/d/sub/x.tmp" && mv "$2/d/sub/x.tmp" "$2/d/sub/x" && cmp "$1" "$2/d/sub/x"' _ "$T/a" "$MNT"
