@@ -20,7 +20,8 @@
 # KVTIERFS (default $top_builddir/src/kvtierfs), KVCLIENT (default
 # $top_builddir/tests/kvclient), KVT_XXH128 (default
 # $top_builddir/tests/xxh128: XXH3-128 of files, printed like xxh128sum),
-# TMPDIR, KVT_KEEP=1 keeps $T for debugging,
+# TMPDIR, KVT_KEEP=1 keeps $T for debugging, KVT_LOG_TAIL (80: lines of
+# the daemons' log shown when a point failed),
 # KVT_MOUNT_TIMEOUT (30 s), KVT_UMOUNT_TIMEOUT (60 s), KVT_CMD_TIMEOUT
 # (150 s: a command of ok_cmd/ok_kvclient/kvt_guard that takes longer means
 # the daemon hangs: its stacks are shown, it is killed and the file bails out).
@@ -601,6 +602,12 @@ kvt_cleanup() {
 	for m in "${KVT_CLEANUP_HOOKS[@]}"; do
 		"$m"
 	done
+	# A failure in CI is known by its output alone: what the daemons said
+	# last (their exit lines come after the unmounts above).
+	if [ "$aborted" = 1 ] || [ "$_kvt_failed" -gt 0 ]; then
+		diag "the daemons' log, its last lines ($T/daemon.log):"
+		diag_file "$T/daemon.log" "${KVT_LOG_TAIL:-80}"
+	fi
 	if awk -v p="$T/" 'index($5, p) == 1 { f = 1 } END { exit !f }' /proc/self/mountinfo; then
 		echo "# cleanup: mounts left under $T, not removing it"
 		return 0
