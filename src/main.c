@@ -28,6 +28,12 @@
 #include "store.h"
 #include "uring.h"
 
+/* Verified copies (memcopy.h): an open waits this long for another load
+ * to give one back, and a pooled copy unused this long goes back to the
+ * system. */
+#define COPY_WAIT_US (5 * G_USEC_PER_SEC)
+#define COPY_IDLE_US (30 * G_USEC_PER_SEC)
+
 /* One line on stderr: "kvtierfs: <why>". */
 static void say(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 
@@ -171,6 +177,16 @@ static void log_faults(void)
 }
 
 /* The mount's state from its options and its open store. */
+/* Bytes of verified copies: -o copy_memory, or a sixteenth of the memory,
+ * 4 GiB at most (16 loads of 80 MiB blocks at once on a 24 GiB machine). */
+static uint64_t copy_budget(const struct kvt_options *o)
+{
+	if (o->copy_memory > 0)
+		return (uint64_t)o->copy_memory << 20;
+	return MIN((uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE) / 16,
+		   (uint64_t)4 << 30);
+}
+
 static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_store *store,
 		    const char *lower)
 {
@@ -203,12 +219,8 @@ static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_s
 	fs->sync = o->sync;
 	fs->max_inodes = o->max_inodes;
 	fs->verifier = kvt_verifier_new(o->verify_cache);
-	if (fs->verify_always)
-		/* A sixteenth of the memory, at most 4 GiB: 16 loads of
-		 * 80 MiB blocks at once on a 24 GiB machine. */
-		fs->copies = kvt_copies_new(MIN((uint64_t)sysconf(_SC_PHYS_PAGES) *
-						(uint64_t)sysconf(_SC_PAGESIZE) / 16,
-						(uint64_t)4 << 30));
+	if (fs->verify_always && o->copy_memory != 0)
+		fs->copies = kvt_copies_new(copy_budget(o), COPY_WAIT_US, COPY_IDLE_US, &fs->stats);
 	kvt_store_set_stats(store, &fs->stats);
 	kvt_lower_errors_to(&fs->stats);
 	fs->notifier = kvt_notifier_new(fs);

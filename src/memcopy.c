@@ -8,23 +8,24 @@
 
 /* Sizes are rounded up to this, so that blocks of one size share copies. */
 #define UNIT ((uint64_t)1 << 20)
+/* The log says at most this often that opens went without a copy. */
+#define WARN_EVERY_US (10 * G_USEC_PER_SEC)
 
 struct kvt_copies {
 	GMutex lock;
+	GCond room;      /* a copy was given back or freed */
+	GCond pooled_or_end; /* wakes the trimmer */
 	uint64_t budget;
 	uint64_t held;   /* bytes of copies in use and pooled */
 	uint64_t pooled; /* bytes of copies in the pool */
+	gint64 wait_us, idle_us;
 	GQueue pool;     /* struct kvt_copy, the last put first */
+	struct kvt_stats *stats;
+	GThread *trimmer;
+	bool ending;
+	gint64 warned;   /* when the log last said so */
+	guint64 unwarned; /* opens without a copy since */
 };
-
-struct kvt_copies *kvt_copies_new(uint64_t budget)
-{
-	struct kvt_copies *c = g_new0(struct kvt_copies, 1);
-
-	g_mutex_init(&c->lock);
-	c->budget = budget;
-	return c;
-}
 
 static void copy_free(struct kvt_copy *cp)
 {
@@ -33,11 +34,66 @@ static void copy_free(struct kvt_copy *cp)
 	g_free(cp);
 }
 
+/* Frees the pooled copies idle for idle_us, the oldest (the pool's
+ * tail) first: a server that stopped loading gives its memory back. */
+static gpointer trim(gpointer data)
+{
+	struct kvt_copies *c = data;
+
+	g_mutex_lock(&c->lock);
+	while (!c->ending) {
+		struct kvt_copy *old = g_queue_peek_tail(&c->pool);
+		gint64 due;
+
+		if (!old) {
+			g_cond_wait(&c->pooled_or_end, &c->lock);
+			continue;
+		}
+		due = old->idle_since + c->idle_us;
+		if (g_get_monotonic_time() < due) {
+			g_cond_wait_until(&c->pooled_or_end, &c->lock, due);
+			continue;
+		}
+		g_queue_pop_tail(&c->pool);
+		c->pooled -= old->size;
+		c->held -= old->size;
+		g_cond_broadcast(&c->room);
+		g_mutex_unlock(&c->lock);
+		copy_free(old);
+		g_mutex_lock(&c->lock);
+	}
+	g_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+struct kvt_copies *kvt_copies_new(uint64_t budget, gint64 wait_us, gint64 idle_us,
+				  struct kvt_stats *stats)
+{
+	struct kvt_copies *c = g_new0(struct kvt_copies, 1);
+
+	g_mutex_init(&c->lock);
+	g_cond_init(&c->room);
+	g_cond_init(&c->pooled_or_end);
+	c->budget = budget;
+	c->wait_us = wait_us;
+	c->idle_us = idle_us;
+	c->stats = stats;
+	c->trimmer = g_thread_new("kvt-copies", trim, c);
+	return c;
+}
+
 void kvt_copies_free(struct kvt_copies *c)
 {
 	if (!c)
 		return;
+	g_mutex_lock(&c->lock);
+	c->ending = true;
+	g_cond_signal(&c->pooled_or_end);
+	g_mutex_unlock(&c->lock);
+	g_thread_join(c->trimmer);
 	g_queue_clear_full(&c->pool, (GDestroyNotify)copy_free);
+	g_cond_clear(&c->room);
+	g_cond_clear(&c->pooled_or_end);
 	g_mutex_clear(&c->lock);
 	g_free(c);
 }
@@ -61,46 +117,104 @@ static struct kvt_copy *copy_new(uint64_t size)
 	return NULL;
 }
 
-struct kvt_copy *kvt_copy_get(struct kvt_copies *c, uint64_t size)
+/* Takes a pooled copy of @want bytes, or room for a new one, freeing the
+ * oldest pooled copies of other sizes into @drop for it.  Caller holds
+ * c->lock.  Returns the copy, or NULL with *room set when there is room. */
+static struct kvt_copy *take(struct kvt_copies *c, uint64_t want, GPtrArray *drop, bool *room)
 {
-	g_autoptr(GPtrArray) drop = g_ptr_array_new_with_free_func((GDestroyNotify)copy_free);
-	struct kvt_copy *cp = NULL;
-	uint64_t want;
-
-	if (!c || size == 0 || size > SIZE_MAX - UNIT)
-		return NULL;
-	want = (size + UNIT - 1) / UNIT * UNIT;
-	g_mutex_lock(&c->lock);
 	for (GList *l = c->pool.head; l; l = l->next) {
-		if (((struct kvt_copy *)l->data)->size == want) {
-			cp = l->data;
+		struct kvt_copy *cp = l->data;
+
+		if (cp->size == want) {
 			g_queue_delete_link(&c->pool, l);
 			c->pooled -= want;
-			break;
+			return cp;
 		}
 	}
-	/* Room for a new one: the oldest pooled copies go first. */
-	while (!cp && c->held + want > c->budget && c->pool.length) {
+	while (c->held + want > c->budget && c->pool.length) {
 		struct kvt_copy *old = g_queue_pop_tail(&c->pool);
 
 		c->pooled -= old->size;
 		c->held -= old->size;
 		g_ptr_array_add(drop, old);
 	}
-	if (!cp && c->held + want <= c->budget)
+	*room = c->held + want <= c->budget;
+	if (*room)
 		c->held += want;
-	else if (!cp)
-		want = 0; /* no room */
+	return NULL;
+}
+
+/* Counts an open that goes without a copy, and says so now and then. */
+static void went_without(struct kvt_copies *c, uint64_t want)
+{
+	gint64 now = g_get_monotonic_time();
+	guint64 more = 0;
+	bool say;
+
+	if (c->stats)
+		kvt_stat_add(c->stats, KVT_STAT_uncopied, 1);
+	g_mutex_lock(&c->lock);
+	say = !c->warned || now - c->warned >= WARN_EVERY_US;
+	if (say) {
+		more = c->unwarned;
+		c->unwarned = 0;
+		c->warned = now;
+	} else {
+		c->unwarned++;
+	}
 	g_mutex_unlock(&c->lock);
-	if (cp || !want)
+	if (say)
+		g_warning("no memory for a verified copy of %" G_GUINT64_FORMAT
+			  " MiB within %.1f s (budget %" G_GUINT64_FORMAT
+			  " MiB): an open reads from the lower file after its hash, and a change "
+			  "there meanwhile would reach it (%" G_GUINT64_FORMAT
+			  " more since the last line)",
+			  want / UNIT, (double)c->wait_us / G_USEC_PER_SEC, c->budget / UNIT, more);
+}
+
+struct kvt_copy *kvt_copy_get(struct kvt_copies *c, uint64_t size)
+{
+	g_autoptr(GPtrArray) drop = g_ptr_array_new_with_free_func((GDestroyNotify)copy_free);
+	struct kvt_copy *cp = NULL;
+	bool room = false;
+	gint64 deadline = 0;
+	uint64_t want;
+
+	if (!c || size == 0)
+		return NULL;
+	if (size > c->budget) {
+		went_without(c, size);
+		return NULL;
+	}
+	want = (size + UNIT - 1) / UNIT * UNIT;
+	g_mutex_lock(&c->lock);
+	/* Copies in use hold the budget: one is given back within a load. */
+	while (!(cp = take(c, want, drop, &room)) && !room) {
+		if (!deadline) {
+			/* Counted as it starts: the count shows a wait going on. */
+			deadline = g_get_monotonic_time() + c->wait_us;
+			if (c->stats)
+				kvt_stat_add(c->stats, KVT_STAT_copy_waits, 1);
+		}
+		if (!g_cond_wait_until(&c->room, &c->lock, deadline))
+			break;
+	}
+	if (!cp && !room)
+		cp = take(c, want, drop, &room); /* given back as the wait ended */
+	g_mutex_unlock(&c->lock);
+	if (cp)
 		return cp;
-	cp = copy_new(want);
-	if (!cp) {
+	if (room) {
+		cp = copy_new(want);
+		if (cp)
+			return cp;
 		g_mutex_lock(&c->lock);
 		c->held -= want;
+		g_cond_broadcast(&c->room);
 		g_mutex_unlock(&c->lock);
 	}
-	return cp;
+	went_without(c, want);
+	return NULL;
 }
 
 void kvt_copy_put(struct kvt_copies *c, struct kvt_copy *cp)
@@ -112,12 +226,24 @@ void kvt_copy_put(struct kvt_copies *c, struct kvt_copy *cp)
 	 * system once the loads that needed it are done. */
 	keep = c->pooled + cp->size <= c->budget / 4;
 	if (keep) {
+		cp->idle_since = g_get_monotonic_time();
 		g_queue_push_head(&c->pool, cp);
 		c->pooled += cp->size;
+		g_cond_signal(&c->pooled_or_end);
 	} else {
 		c->held -= cp->size;
 	}
+	/* A waiter takes this one, or makes room by freeing pooled ones. */
+	g_cond_broadcast(&c->room);
 	g_mutex_unlock(&c->lock);
 	if (!keep)
 		copy_free(cp);
+}
+
+void kvt_copies_held(struct kvt_copies *c, uint64_t *held, uint64_t *pooled)
+{
+	g_mutex_lock(&c->lock);
+	*held = c->held;
+	*pooled = c->pooled;
+	g_mutex_unlock(&c->lock);
 }

@@ -30,6 +30,7 @@ enum value_key {
 	KEY_MAX_INODES,
 	KEY_URING,
 	KEY_VERIFY_CACHE,
+	KEY_COPY_MEMORY,
 	KEY_MAX_DIR_FDS,
 	KEY_SHARED,
 	KEY_SYNC,
@@ -125,6 +126,11 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		"verify_cache", COUNT, FIELD(verify_cache), 16, 1e9, 100000,
 		.metavar = "N", .help = "objects known intact",
 	},
+	[KEY_COPY_MEMORY] = {
+		"copy_memory", COUNT, FIELD(copy_memory), 0, 1048576, -1,
+		"a sixteenth of the memory, 4096 at most",
+		.metavar = "MIB", .help = "MiB of verified copies (verify=always), 0 none",
+	},
 	[KEY_MAX_DIR_FDS] = {
 		"max_dir_fds", COUNT, FIELD(max_dir_fds), 16, 1048576, 1024,
 		.metavar = "N", .help = "open lower directories",
@@ -184,6 +190,7 @@ static const struct fuse_opt kvt_opts[] = {
 	VALUE("max_inodes", KEY_MAX_INODES),
 	VALUE("uring", KEY_URING),
 	VALUE("verify_cache", KEY_VERIFY_CACHE),
+	VALUE("copy_memory", KEY_COPY_MEMORY),
 	VALUE("max_dir_fds", KEY_MAX_DIR_FDS),
 	VALUE("shared", KEY_SHARED),
 	VALUE("sync", KEY_SYNC),

@@ -30,6 +30,7 @@ struct kvt_options {
 	bool no_uring;		/* uring=0 */
 	int max_inodes;
 	int verify_cache;
+	int copy_memory;	/* MiB; -1: by the machine's memory */
 	int max_dir_fds;
 	bool shared;		/* shared: the store counts as shared always */
 	bool sync;		/* sync: publications durable at once */

@@ -34,6 +34,8 @@ static const struct {
 	{ "aligned_writes", "stores", "WRITEs whose bytes arrived page-aligned" },
 	{ "loads", "loads", "Opens for reading of published files" },
 	{ "verified", "loads", "Objects hashed and found intact" },
+	{ "copy_waits", "loads", "Opens that waited for memory for a verified copy" },
+	{ "uncopied", "loads", "Opens served from the lower file for want of such memory" },
 	{ "bytes_out", "loads", "Bytes read by clients" },
 	{ "purges", "torn", "Names removed because their object was torn" },
 	{ "torn_size", "torn", "Objects missing or of the wrong size" },

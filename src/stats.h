@@ -13,6 +13,8 @@
 	X(dedups)      /* ... whose bytes an existing object already held */ \
 	X(loads)       /* opens for reading of published files */            \
 	X(verified)    /* objects hashed and found intact */                 \
+	X(copy_waits)  /* opens that waited for room for a verified copy */  \
+	X(uncopied)    /* opens verify=always served from the lower file */  \
 	X(torn_size)   /* objects missing or of the wrong size */            \
 	X(torn_hash)   /* objects whose bytes do not match their hash */     \
 	X(short_reads) /* reads that found fewer bytes than recorded */      \

@@ -353,10 +353,13 @@ static void test_pool(void)
  * its memory file reads; a copy given back is lent again for the same
  * size; the budget bounds copies in use and pooled, the pool giving its
  * oldest up for a new size; and a copy hashed into holds the object. */
+static struct kvt_copies *copies_of_put_later;
+
 static void test_copies(void)
 {
 	const uint64_t MiB = 1 << 20;
-	struct kvt_copies *c = kvt_copies_new(16 * MiB);
+	/* No wait for room: a get past the budget answers at once. */
+	struct kvt_copies *c = kvt_copies_new(16 * MiB, 0, (gint64)3600 * G_USEC_PER_SEC, NULL);
 	struct kvt_copy *a, *b, *x[8];
 	char buf[16];
 	int n = 0;
@@ -388,11 +391,73 @@ static void test_copies(void)
 	kvt_copies_free(c);
 }
 
+static gpointer put_later(gpointer data)
+{
+	struct kvt_copy **cp = data;
+
+	g_usleep(100 * 1000);
+	kvt_copy_put(copies_of_put_later, *cp);
+	return NULL;
+}
+
+/* Verified copies past the budget: an open waits for one given back,
+ * goes without after its wait (counted), and pooled copies go back to the
+ * system once idle. */
+static void test_copies_wait(void)
+{
+	const uint64_t MiB = 1 << 20;
+	struct kvt_stats stats = { 0 };
+	struct kvt_copies *c = kvt_copies_new(4 * MiB, G_USEC_PER_SEC, 200 * 1000, &stats);
+	struct kvt_copy *a, *b;
+	uint64_t held, pooled;
+	GThread *t;
+	gint64 t0, ms;
+	char *said;
+
+	copies_of_put_later = c;
+	a = kvt_copy_get(c, 4 * MiB);
+	t = g_thread_new("put", put_later, &a);
+	t0 = g_get_monotonic_time();
+	b = kvt_copy_get(c, 4 * MiB);
+	ms = (g_get_monotonic_time() - t0) / 1000;
+	g_thread_join(t);
+	ok(a && b && ms >= 90 && ms < 1000 && kvt_stat_get(&stats, KVT_STAT_copy_waits) == 1 &&
+	   kvt_stat_get(&stats, KVT_STAT_uncopied) == 0,
+	   said = g_strdup_printf("copies: with the budget in use, an open waits for a copy given back (%" G_GINT64_FORMAT " ms)", ms));
+	g_free(said);
+	t0 = g_get_monotonic_time();
+	a = kvt_copy_get(c, MiB);
+	ms = (g_get_monotonic_time() - t0) / 1000;
+	ok(!a && ms >= 990 && kvt_stat_get(&stats, KVT_STAT_copy_waits) == 2 &&
+	   kvt_stat_get(&stats, KVT_STAT_uncopied) == 1,
+	   said = g_strdup_printf("copies: none given back within the wait: no copy, counted (%" G_GINT64_FORMAT " ms)", ms));
+	g_free(said);
+	kvt_copy_put(c, b);
+	kvt_copies_held(c, &held, &pooled);
+	ok(held == 0 && pooled == 0, "copies: one larger than a quarter of the budget is freed when given back");
+	a = kvt_copy_get(c, MiB);
+	kvt_copy_put(c, a);
+	kvt_copies_held(c, &held, &pooled);
+	ok(held == MiB && pooled == MiB, "copies: a small one is pooled");
+	t0 = g_get_monotonic_time();
+	while (pooled && g_get_monotonic_time() - t0 < 5 * G_USEC_PER_SEC) {
+		g_usleep(10 * 1000);
+		kvt_copies_held(c, &held, &pooled);
+	}
+	ms = (g_get_monotonic_time() - t0) / 1000;
+	ok(held == 0 && pooled == 0 && ms >= 190 && ms < 2000,
+	   said = g_strdup_printf("copies: a pooled copy idle for 200 ms goes back to the system (%" G_GINT64_FORMAT " ms)", ms));
+	g_free(said);
+	ok(kvt_copy_get(c, 5 * MiB) == NULL && kvt_stat_get(&stats, KVT_STAT_uncopied) == 2,
+	   "copies: one past the whole budget goes without at once, counted");
+	kvt_copies_free(c);
+}
+
 /* kvt_verify_fd_into: the copy holds the bytes hashed. */
 static void test_verify_into(struct kvt_store *s)
 {
 	struct kvt_verifier *v = kvt_verifier_new(16);
-	struct kvt_copies *c = kvt_copies_new(64 << 20);
+	struct kvt_copies *c = kvt_copies_new(64 << 20, 0, (gint64)3600 * G_USEC_PER_SEC, NULL);
 	struct kvt_verify_result res;
 	g_autofree char *bytes = g_malloc(3 << 20);
 	struct kvt_record rec;
@@ -425,7 +490,7 @@ int main(void)
 
 	top = dir;
 
-	printf("1..40\n");
+	printf("1..46\n");
 	s = kvt_store_open(top, &err);
 	ok(s != NULL, "a store is created");
 	if (!s)
@@ -436,6 +501,7 @@ int main(void)
 	test_uring(s);
 	test_pool();
 	test_copies();
+	test_copies_wait();
 	test_verify_into(s);
 	test_hash_speed();
 	kvt_store_close(s);
