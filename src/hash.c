@@ -29,11 +29,12 @@ void kvt_hash_buf(const void *buf, size_t len, kvt_hash *out)
 int kvt_hash_fd(int fd, uint64_t size, kvt_hash *out, void *copy)
 {
 	XXH3_state_t *st = XXH3_createState();
-	char *buf = malloc(HASH_CHUNK);
+	/* Read into the copy when there is one, else through a chunk. */
+	char *buf = copy ? NULL : malloc(HASH_CHUNK);
 	uint64_t off = 0;
 	int ret = 0;
 
-	if (!st || !buf) {
+	if (!st || (!copy && !buf)) {
 		ret = -ENOMEM;
 		goto out;
 	}
