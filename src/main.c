@@ -176,7 +176,6 @@ static void log_faults(void)
 		g_message("fault injection: %s", *l);
 }
 
-/* The mount's state from its options and its open store. */
 /* Bytes of verified copies: -o copy_memory, or a sixteenth of the memory,
  * 4 GiB at most (16 loads of 80 MiB blocks at once on a 24 GiB machine). */
 static uint64_t copy_budget(const struct kvt_options *o)
@@ -187,6 +186,7 @@ static uint64_t copy_budget(const struct kvt_options *o)
 		   (uint64_t)4 << 30);
 }
 
+/* The mount's state from its options and its open store. */
 static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_store *store,
 		    const char *lower)
 {

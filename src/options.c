@@ -127,9 +127,9 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		.metavar = "N", .help = "objects known intact",
 	},
 	[KEY_COPY_MEMORY] = {
-		"copy_memory", COUNT, FIELD(copy_memory), 0, 1048576, -1,
-		"a sixteenth of the memory, 4096 at most",
-		.metavar = "MIB", .help = "MiB of verified copies (verify=always), 0 none",
+		"copy_memory", COUNT, FIELD(copy_memory), 0, 1048576, -1, "auto",
+		.metavar = "MIB",
+		.help = "MiB of verified copies, 0 none (auto: 1/16 of memory, 4096 at most)",
 	},
 	[KEY_MAX_DIR_FDS] = {
 		"max_dir_fds", COUNT, FIELD(max_dir_fds), 16, 1048576, 1024,

@@ -9,7 +9,7 @@
 SIZE=$((2 << 20))
 
 kvt_require_root
-plan 53
+plan 56
 kvt_setup
 
 C="$T/cases"
@@ -88,7 +88,8 @@ WANT_ERR="-o max_threads:" try_bad "mount option out of range -o max_threads=0" 
 for bad in max_threads=2.5 max_threads= max_threads=1e3 max_threads=-1 \
 	max_threads=1025 max_threads max_inodes=99999999999999999999 \
 	max_dir_fds=15 max_dir_fds=1048577 entry_timeout=86401 \
-	attr_timeout=-0.5 negative_timeout=1e2 verify=sometimes uring=2 sync=1; do
+	attr_timeout=-0.5 negative_timeout=1e2 verify=sometimes uring=2 sync=1 \
+	copy_memory=-1 copy_memory=1048577 copy_memory=auto; do
 	WANT_ERR="-o ${bad%%=*}:" try_bad "strict value: -o $bad" "$C" \
 		-o "$bad" "$C/empty" "$MNT"
 done
