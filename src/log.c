@@ -197,3 +197,17 @@ bool kvt_log_debug_on(void)
 {
 	return log_level >= KVT_LOG_DEBUG;
 }
+
+bool kvt_log_due(struct kvt_log_every *e, gint64 every_us, guint64 *more)
+{
+	gint64 now = g_get_monotonic_time();
+
+	if (e->said && now - e->said < every_us) {
+		e->unsaid++;
+		return false;
+	}
+	*more = e->unsaid;
+	e->unsaid = 0;
+	e->said = now;
+	return true;
+}

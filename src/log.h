@@ -32,3 +32,14 @@ void kvt_log_reopen(void);
 
 /* Debug lines are wanted: worth building a path for. */
 bool kvt_log_debug_on(void);
+
+/* A line said at most every @every_us: the events since it was last said
+ * are counted, for the next line to say how many it stands for. */
+struct kvt_log_every {
+	gint64 said;     /* monotonic time of the last line; 0: none yet */
+	guint64 unsaid;  /* events since */
+};
+
+/* An event: true when its line is due, with *@more the events not said
+ * since the last line.  The caller serializes calls on @e. */
+bool kvt_log_due(struct kvt_log_every *e, gint64 every_us, guint64 *more);

@@ -14,8 +14,7 @@ static struct kvt_stats *counted;
 static struct kind {
 	const char *op;
 	int err;
-	gint64 logged;
-	guint64 since; /* not logged since */
+	struct kvt_log_every log;
 } kinds[32];
 static guint nkinds;
 static GMutex kinds_lock;
@@ -55,9 +54,7 @@ static struct kind *kind_of(const char *op, int err)
 int kvt_lower_failed(const char *op, const char *name, int err)
 {
 	struct kvt_stats *stats = __atomic_load_n(&counted, __ATOMIC_ACQUIRE);
-	gint64 now = g_get_monotonic_time();
 	guint64 more = 0;
-	struct kind *k;
 	bool log;
 
 	/* Before a mount is up (and in kvtierfs-fsck), a failure is the
@@ -66,15 +63,7 @@ int kvt_lower_failed(const char *op, const char *name, int err)
 		return -err;
 	kvt_stat_add(stats, KVT_STAT_lower_errors, 1);
 	g_mutex_lock(&kinds_lock);
-	k = kind_of(op, err);
-	log = !k->logged || now - k->logged >= LOG_EVERY_US;
-	if (log) {
-		more = k->since;
-		k->since = 0;
-		k->logged = now;
-	} else {
-		k->since++;
-	}
+	log = kvt_log_due(&kind_of(op, err)->log, LOG_EVERY_US, &more);
 	g_mutex_unlock(&kinds_lock);
 	if (!log)
 		return -err;

@@ -6,6 +6,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "log.h"
+
 /* Sizes are rounded up to this, so that blocks of one size share copies. */
 #define UNIT ((uint64_t)1 << 20)
 /* The log says at most this often that opens went without a copy. */
@@ -23,8 +25,7 @@ struct kvt_copies {
 	struct kvt_stats *stats;
 	GThread *trimmer;
 	bool ending;
-	gint64 warned;   /* when the log last said so */
-	guint64 unwarned; /* opens without a copy since */
+	struct kvt_log_every without; /* the log's line on opens without a copy */
 };
 
 static void copy_free(struct kvt_copy *cp)
@@ -147,21 +148,13 @@ static struct kvt_copy *take(struct kvt_copies *c, uint64_t want, GPtrArray *dro
 /* Counts an open that goes without a copy, and says so now and then. */
 static void went_without(struct kvt_copies *c, uint64_t want)
 {
-	gint64 now = g_get_monotonic_time();
 	guint64 more = 0;
 	bool say;
 
 	if (c->stats)
 		kvt_stat_add(c->stats, KVT_STAT_uncopied, 1);
 	g_mutex_lock(&c->lock);
-	say = !c->warned || now - c->warned >= WARN_EVERY_US;
-	if (say) {
-		more = c->unwarned;
-		c->unwarned = 0;
-		c->warned = now;
-	} else {
-		c->unwarned++;
-	}
+	say = kvt_log_due(&c->without, WARN_EVERY_US, &more);
 	g_mutex_unlock(&c->lock);
 	if (say)
 		g_warning("no memory for a verified copy of %" G_GUINT64_FORMAT
