@@ -220,7 +220,10 @@ static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_s
 	fs->max_inodes = o->max_inodes;
 	fs->verifier = kvt_verifier_new(o->verify_cache);
 	if (fs->verify_always && o->copy_memory != 0)
-		fs->copies = kvt_copies_new(copy_budget(o), COPY_WAIT_US, COPY_IDLE_US, &fs->stats);
+		/* A quarter of the threads may wait for a copy: the rest serve
+		 * the releases that give copies back. */
+		fs->copies = kvt_copies_new(copy_budget(o), COPY_WAIT_US, COPY_IDLE_US,
+					    MAX(1, o->max_threads / 4), &fs->stats);
 	kvt_store_set_stats(store, &fs->stats);
 	kvt_lower_errors_to(&fs->stats);
 	fs->notifier = kvt_notifier_new(fs);

@@ -21,6 +21,7 @@ struct kvt_copies {
 	uint64_t held;   /* bytes of copies in use and pooled */
 	uint64_t pooled; /* bytes of copies in the pool */
 	gint64 wait_us, idle_us;
+	guint waiters, max_waiters; /* opens waiting for room */
 	GQueue pool;     /* struct kvt_copy, the last put first */
 	struct kvt_stats *stats;
 	GThread *trimmer;
@@ -68,7 +69,7 @@ static gpointer trim(gpointer data)
 }
 
 struct kvt_copies *kvt_copies_new(uint64_t budget, gint64 wait_us, gint64 idle_us,
-				  struct kvt_stats *stats)
+				  guint max_waiters, struct kvt_stats *stats)
 {
 	struct kvt_copies *c = g_new0(struct kvt_copies, 1);
 
@@ -78,6 +79,7 @@ struct kvt_copies *kvt_copies_new(uint64_t budget, gint64 wait_us, gint64 idle_u
 	c->budget = budget;
 	c->wait_us = wait_us;
 	c->idle_us = idle_us;
+	c->max_waiters = max_waiters;
 	c->stats = stats;
 	c->trimmer = g_thread_new("kvt-copies", trim, c);
 	return c;
@@ -170,7 +172,6 @@ struct kvt_copy *kvt_copy_get(struct kvt_copies *c, uint64_t size)
 	g_autoptr(GPtrArray) drop = g_ptr_array_new_with_free_func((GDestroyNotify)copy_free);
 	struct kvt_copy *cp = NULL;
 	bool room = false;
-	gint64 deadline = 0;
 	uint64_t want;
 
 	if (!c || size == 0)
@@ -181,19 +182,24 @@ struct kvt_copy *kvt_copy_get(struct kvt_copies *c, uint64_t size)
 	}
 	want = (size + UNIT - 1) / UNIT * UNIT;
 	g_mutex_lock(&c->lock);
-	/* Copies in use hold the budget: one is given back within a load. */
-	while (!(cp = take(c, want, drop, &room)) && !room) {
-		if (!deadline) {
-			/* Counted as it starts: the count shows a wait going on. */
-			deadline = g_get_monotonic_time() + c->wait_us;
-			if (c->stats)
-				kvt_stat_add(c->stats, KVT_STAT_copy_waits, 1);
-		}
-		if (!g_cond_wait_until(&c->room, &c->lock, deadline))
-			break;
+	/* Copies in use hold the budget: one is given back within a load,
+	 * by its release, which needs a thread of the caller's that is not
+	 * waiting here. */
+	cp = take(c, want, drop, &room);
+	if (!cp && !room && c->waiters < c->max_waiters) {
+		/* Counted as it starts: the count shows a wait going on. */
+		gint64 deadline = g_get_monotonic_time() + c->wait_us;
+
+		if (c->stats)
+			kvt_stat_add(c->stats, KVT_STAT_copy_waits, 1);
+		c->waiters++;
+		while (!(cp = take(c, want, drop, &room)) && !room &&
+		       g_cond_wait_until(&c->room, &c->lock, deadline))
+			;
+		if (!cp && !room)
+			cp = take(c, want, drop, &room); /* given back as the wait ended */
+		c->waiters--;
 	}
-	if (!cp && !room)
-		cp = take(c, want, drop, &room); /* given back as the wait ended */
 	g_mutex_unlock(&c->lock);
 	if (cp)
 		return cp;

@@ -22,10 +22,11 @@ struct kvt_copy {
 struct kvt_copies;
 
 /* A pool of at most @budget bytes; an open waits @wait_us at most for
- * room, a pooled copy is freed after @idle_us unused.  @stats (or NULL)
- * counts copy_waits and uncopied. */
+ * room, @max_waiters at once (the others go without at once), and a
+ * pooled copy is freed after @idle_us unused.  @stats (or NULL) counts
+ * copy_waits and uncopied. */
 struct kvt_copies *kvt_copies_new(uint64_t budget, gint64 wait_us, gint64 idle_us,
-				  struct kvt_stats *stats);
+				  guint max_waiters, struct kvt_stats *stats);
 void kvt_copies_free(struct kvt_copies *c);
 /* A copy of at least @size bytes, or NULL when the budget had no room
  * within the wait (or @size is past it, or the system has no memory). */

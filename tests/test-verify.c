@@ -359,7 +359,7 @@ static void test_copies(void)
 {
 	const uint64_t MiB = 1 << 20;
 	/* No wait for room: a get past the budget answers at once. */
-	struct kvt_copies *c = kvt_copies_new(16 * MiB, 0, (gint64)3600 * G_USEC_PER_SEC, NULL);
+	struct kvt_copies *c = kvt_copies_new(16 * MiB, 0, (gint64)3600 * G_USEC_PER_SEC, 1, NULL);
 	struct kvt_copy *a, *b, *x[8];
 	char buf[16];
 	int n = 0;
@@ -407,7 +407,7 @@ static void test_copies_wait(void)
 {
 	const uint64_t MiB = 1 << 20;
 	struct kvt_stats stats = { 0 };
-	struct kvt_copies *c = kvt_copies_new(4 * MiB, G_USEC_PER_SEC, 200 * 1000, &stats);
+	struct kvt_copies *c = kvt_copies_new(4 * MiB, G_USEC_PER_SEC, 200 * 1000, 1, &stats);
 	struct kvt_copy *a, *b;
 	uint64_t held, pooled;
 	GThread *t;
@@ -457,7 +457,7 @@ static void test_copies_wait(void)
 static void test_verify_into(struct kvt_store *s)
 {
 	struct kvt_verifier *v = kvt_verifier_new(16);
-	struct kvt_copies *c = kvt_copies_new(64 << 20, 0, (gint64)3600 * G_USEC_PER_SEC, NULL);
+	struct kvt_copies *c = kvt_copies_new(64 << 20, 0, (gint64)3600 * G_USEC_PER_SEC, 1, NULL);
 	struct kvt_verify_result res;
 	g_autofree char *bytes = g_malloc(3 << 20);
 	struct kvt_record rec;
