@@ -180,6 +180,12 @@ ok $? "kvtierfs-fsck --repair from a third client refuses while the hosts are mo
 ok_kvclient "host A stores 8 blocks of 128 KiB, the names the race takes over" \
 	vllm-store --dir "$K1" --blocks 8 --size 131072 --key-base 500 --version 5000
 RACE=(--blocks 8 --size 65536 --size-odd 200000 --writers 8 --readers 8 --shared --key-base 500)
+# Rounds of each race; scripts/stress (KVT_STRESS=1) runs ten times as
+# many, and the whole race may then take longer than a command's limit.
+TH_RACE_ROUNDS=${TH_RACE_ROUNDS:-$(kvt_stress_pick 6 60)}
+TH_LMCACHE_ROUNDS=${TH_LMCACHE_ROUNDS:-$(kvt_stress_pick 30 300)}
+KVT_CMD_TIMEOUT=$(kvt_stress_pick "$KVT_CMD_TIMEOUT" 7200)
+: >"$T/race.all"
 # race STYLE ROUNDS: STYLE on both hosts at once; prints the summaries.
 # Under the hang guard: a race still running after $KVT_CMD_TIMEOUT s
 # shows what the clients and both daemons wait on (kvt_guard).
@@ -193,16 +199,16 @@ race() {
 	s2=$?
 	wait "$r1"
 	s1=$?
-	grep -h "^$1 " "$T/race1.out" "$T/race2.out" | sed 's/^/#   /'
+	grep -h "^$1 " "$T/race1.out" "$T/race2.out" | tee -a "$T/race.all" | sed 's/^/#   /'
 	[ "$s1" = 0 ] || diag_file "$T/race1.out" 10
 	[ "$s2" = 0 ] || diag_file "$T/race2.out" 10
 	[ "$s1" = 0 ] && [ "$s2" = 0 ] &&
 		[ "$(grep -ch "^$1 final: blocks=8 ok=8 errors=0 wrong=0" "$T/race1.out" "$T/race2.out" |
 			paste -sd+ | bc)" = 2 ]
 }
-race race 6
+race race "$TH_RACE_ROUNDS"
 ok $? "vLLM's way: both hosts rename versions of 64 KiB and 200000 bytes over the same 8 names, 8 readers each: every read whole, no ENOENT once published, every name there"
-race lmcache 30
+race lmcache "$TH_LMCACHE_ROUNDS"
 ok $? "LMCache's way: both hosts rewrite the same 8 names in place, published at close: every read whole, none older than one read before, every name there"
 
 kvt_stop "$K1" "$P1"
@@ -213,6 +219,14 @@ st=$?
 ok $? "kvtierfs-fsck after the races: no unused object, every name whole (exit $st)" ||
 	diag_file "$T/fsck.out" 20
 grep -h 'names,' "$T/fsck.out" | sed 's/^/#   /'
+# For scripts/stress: reads checked, wrong, lost, and objects no name
+# uses (fsck's problems).
+sum_of() {
+	grep ' write+read' "$T/race.all" | sed -n "s/.* $1=\([0-9]*\).*/\1/p" |
+		awk '{ s += $1 } END { print s + 0 }'
+}
+kvt_stress_summary $((TH_RACE_ROUNDS + TH_LMCACHE_ROUNDS)) "$(sum_of hits)" "$(sum_of wrong)" \
+	"$(sum_of lost)" "$(sed -n 's/.* \([0-9]*\) problems\{0,1\}.*/\1/p' "$T/fsck.out" | head -n 1)"
 kvt_start "$S2" "$K2"
 P2=$KVT_LAST_PID
 ok_kvclient "a new mount reads every name of both races whole" verify --dir "$K2"
