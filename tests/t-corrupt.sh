@@ -140,6 +140,36 @@ held_read() {
 	wait "$HPID" 2>/dev/null
 }
 
+# hold_ok KEY WHAT: hold KEY; its first O_DIRECT read must be ok (a test
+# point saying WHAT).
+hold_ok() {
+	local o
+	: >"$T/probe.err"
+	hold "$1"
+	IFS= read -r -t 60 -u "$HFD" o
+	[ "$o" = ok ]
+	ok $? "$2: the first O_DIRECT read of the intact block is ok (got '$o')"
+}
+
+# damaged_probe WHAT KIND KEY DESC PROBE-ARGS...: damage block KEY by
+# KIND, probe it with PROBE-ARGS: EIO (a test point, DESC), then what the
+# mount made of it (after_found, with the counters and log from before the
+# damage) and the block stored again (restore), under WHAT.
+damaged_probe() {
+	local what=$1 kind=$2 k=$3 desc=$4 o mark
+	shift 4
+	dmg_stats "$T/before"
+	mark=$(dmg_log_mark)
+	damage "$kind" "$k"
+	: >"$T/probe.err"
+	o=$(probe "$k" "$@")
+	[ "$o" = eio ]
+	ok $? "$desc (got '$o')"
+	diag_file "$T/probe.err" 4
+	after_found "$what" "$kind" "$T/before" "$mark" "$k"
+	restore "$what" "$k"
+}
+
 kvt_mount
 ok_kvclient "store $NBLOCKS blocks of 2 MiB the vLLM way (O_DIRECT, tmp + rename)" \
 	vllm-store --dir "$MNT" --blocks $NBLOCKS --size $SIZE --threads 4 --odirect
@@ -175,35 +205,16 @@ for kind in $DMG_KINDS; do
 done
 
 # --- llm-d: buffered read of the tail (non-zero offset) -------------------
-dmg_stats "$T/before"
-mark=$(dmg_log_mark)
-damage bitflip $TAIL
-: >"$T/probe.err"
-o=$(probe $TAIL --buffered --offset $((SIZE / 2)))
-[ "$o" = eio ]
-ok $? "buffered read of the second half of a bit-flipped block gets EIO (got '$o')"
-diag_file "$T/probe.err" 4
-after_found "tail read, bitflip" bitflip "$T/before" "$mark" $TAIL
-restore "tail read, bitflip" $TAIL
+damaged_probe "tail read, bitflip" bitflip $TAIL \
+	"buffered read of the second half of a bit-flipped block gets EIO" \
+	--buffered --offset $((SIZE / 2))
 
 # --- mmap -------------------------------------------------------------------
-dmg_stats "$T/before"
-mark=$(dmg_log_mark)
-damage bitflip $MMAP
-: >"$T/probe.err"
-o=$(probe $MMAP --mmap)
-[ "$o" = eio ]
-ok $? "mmap read of a bit-flipped block: the open gets EIO (got '$o')"
-diag_file "$T/probe.err" 4
-after_found "mmap, bitflip" bitflip "$T/before" "$mark" $MMAP
-restore "mmap, bitflip" $MMAP
+damaged_probe "mmap, bitflip" bitflip $MMAP \
+	"mmap read of a bit-flipped block: the open gets EIO" --mmap
 
 # --- an fd opened before the purge (object truncated to half) -------------
-: >"$T/probe.err"
-hold $HELD
-IFS= read -r -t 60 -u "$HFD" o
-[ "$o" = ok ]
-ok $? "open fd: the first O_DIRECT read of the intact block is ok (got '$o')"
+hold_ok $HELD "open fd"
 dmg_stats "$T/before"
 mark=$(dmg_log_mark)
 damage half $HELD
@@ -223,11 +234,7 @@ restore "open fd, half" $HELD
 # a fresh open hashes the changed lower file again, gets EIO and purges;
 # the fd opened before gets EIO or the bytes verified at its open, never
 # a wrong byte once the change was found.
-: >"$T/probe.err"
-hold $HELD
-IFS= read -r -t 60 -u "$HFD" o
-[ "$o" = ok ]
-ok $? "open fd: the first O_DIRECT read of the intact block is ok (got '$o')"
+hold_ok $HELD "open fd"
 dmg_stats "$T/before"
 mark=$(dmg_log_mark)
 dmg_remember $HELD >"$T/why" || bail "cannot find block $HELD's object: $(cat "$T/why")"
@@ -246,11 +253,7 @@ restore "open fd, bitflip" $HELD
 # --- the next read on an open fd finds the object truncated ---------------
 k=$SHORT
 for kind in half minus1; do
-	: >"$T/probe.err"
-	hold $k
-	IFS= read -r -t 60 -u "$HFD" o
-	[ "$o" = ok ]
-	ok $? "short read, $kind: the first O_DIRECT read of the intact block is ok (got '$o')"
+	hold_ok $k "short read, $kind"
 	dmg_stats "$T/before"
 	mark=$(dmg_log_mark)
 	damage $kind $k
@@ -308,22 +311,11 @@ o=$(probe $ALWAYS --odirect)
 v=$(kvt_xattr "$MNT/${REL[$ALWAYS]}" user.kvtierfs.verdict)
 [ "$o" = ok ] && [ "$v" = verified ]
 ok $? "verify=always: a first O_DIRECT load is ok and the block is verified (got '$o', '$v')"
-dmg_stats "$T/before"
-mark=$(dmg_log_mark)
-damage bitflip $ALWAYS
-o=$(probe $ALWAYS --odirect)
-[ "$o" = eio ]
-ok $? "verify=always: a bit flipped after the verified read: the next O_DIRECT load gets EIO (got '$o')"
-diag_file "$T/probe.err" 4
-after_found "verify=always, bitflip" bitflip "$T/before" "$mark" $ALWAYS
-restore "verify=always, bitflip" $ALWAYS
+damaged_probe "verify=always, bitflip" bitflip $ALWAYS \
+	"verify=always: a bit flipped after the verified read: the next O_DIRECT load gets EIO" --odirect
 
 # an fd opened (and read) before a bit flip that a second open finds
-: >"$T/probe.err"
-hold $HELD_ALWAYS
-IFS= read -r -t 60 -u "$HFD" o
-[ "$o" = ok ]
-ok $? "verify=always, open fd: the first O_DIRECT read is ok (got '$o')"
+hold_ok $HELD_ALWAYS "verify=always, open fd"
 dmg_stats "$T/before"
 mark=$(dmg_log_mark)
 damage bitflip $HELD_ALWAYS
@@ -341,11 +333,7 @@ restore "verify=always, open fd" $HELD_ALWAYS
 # an fd opened before a bit flip, which reads on before any other open
 # finds it: its bytes are the ones hashed at its open (a verified copy,
 # src/verify.h), never the flipped one
-: >"$T/probe.err"
-hold $COPY
-IFS= read -r -t 60 -u "$HFD" o
-[ "$o" = ok ]
-ok $? "verify=always, open fd, read on: the first O_DIRECT read is ok (got '$o')"
+hold_ok $COPY "verify=always, open fd, read on"
 dmg_stats "$T/before"
 mark=$(dmg_log_mark)
 damage bitflip $COPY
