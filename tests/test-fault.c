@@ -202,33 +202,6 @@ static void test_threads(void)
 	   "8 threads x 10000 calls: every=10 fails exactly 8000, max=100 exactly 100");
 }
 
-static int count_in(const char *rel)
-{
-	g_autofree char *path = g_build_filename(top, rel, NULL);
-	g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
-	int n = 0;
-
-	while (d && g_dir_read_name(d))
-		n++;
-	return n;
-}
-
-/* Files under objects/, all fan-out directories together. */
-static int count_objects(void)
-{
-	g_autofree char *path = g_build_filename(top, "objects", NULL);
-	g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
-	const char *e;
-	int n = 0;
-
-	while (d && (e = g_dir_read_name(d))) {
-		g_autofree char *rel = g_build_filename("objects", e, NULL);
-
-		n += count_in(rel);
-	}
-	return n;
-}
-
 static void test_door(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("kvt-fault-door-XXXXXX", NULL);
@@ -272,9 +245,9 @@ static void test_store(struct kvt_store *s)
 {
 	g_autofree char *stage_rel = g_build_filename("staging", s->mount_id, NULL);
 	struct kvt_record rec;
-	int objects = count_objects(), names = count_in("names");
+	int objects = count_objects(top), names = count_in(top, "names");
 	/* its own files: the lock, marks-moves */
-	int own = count_in(stage_rel);
+	int own = count_in(top, stage_rel);
 	int ret;
 
 	{
@@ -295,38 +268,38 @@ static void test_store(struct kvt_store *s)
 		   "a staged write fails with EIO; written again it works, yet the version "
 		   "is never published (EIO)");
 		kvt_stage_unref(st);
-		ok(count_objects() == objects && count_in("names") == names &&
-		   count_in(stage_rel) == own, "and nothing is left behind");
+		ok(count_objects(top) == objects && count_in(top, "names") == names &&
+		   count_in(top, stage_rel) == own, "and nothing is left behind");
 	}
 	init("write:EIO:name=n.*");
 	ret = store_bytes(s, "a.bin", 'a', 65536, NULL);
 	kvt_faults_fini();
-	ok(ret == -EIO && count_objects() == objects && count_in("names") == names &&
-	   count_in(stage_rel) == own,
+	ok(ret == -EIO && count_objects(top) == objects && count_in(top, "names") == names &&
+	   count_in(top, stage_rel) == own,
 	   "the record's write fails: EIO, the object goes again, nothing is left behind");
 	init("rename:ENOSPC:name=a.bin");
 	ret = store_bytes(s, "a.bin", 'a', 65536, NULL);
 	kvt_faults_fini();
-	ok(ret == -ENOSPC && count_objects() == objects && count_in("names") == names &&
-	   count_in(stage_rel) == own,
+	ok(ret == -ENOSPC && count_objects(top) == objects && count_in(top, "names") == names &&
+	   count_in(top, stage_rel) == own,
 	   "the record's rename onto the name fails: ENOSPC, nothing is left behind");
 	init("create:ENOSPC:name=d.*");
 	ret = store_bytes(s, "a.bin", 'a', 65536, NULL);
 	kvt_faults_fini();
-	ok(ret == -ENOSPC && count_in(stage_rel) == own, "the staged file cannot be created: ENOSPC");
+	ok(ret == -ENOSPC && count_in(top, stage_rel) == own, "the staged file cannot be created: ENOSPC");
 	/* link 1 is anchor -> reference (ENOENT for new bytes), link 2 the
 	 * staged file -> reference, link 3 reference -> anchor. */
 	init("link:EIO:after=1:max=1");
 	ret = store_bytes(s, "a.bin", 'a', 65536, NULL);
 	kvt_faults_fini();
-	ok(ret == -EIO && count_objects() == objects && count_in("names") == names &&
-	   count_in(stage_rel) == own,
+	ok(ret == -EIO && count_objects(top) == objects && count_in(top, "names") == names &&
+	   count_in(top, stage_rel) == own,
 	   "the object's link fails: EIO, nothing is left behind");
 	init("link:EIO:after=2:max=1");
 	ret = store_bytes(s, "b.bin", 'b', 65536, &rec);
 	kvt_faults_fini();
-	ok(ret == 0 && count_objects() == objects + 1 && count_in("names") == names + 1 &&
-	   count_in(stage_rel) == own,
+	ok(ret == 0 && count_objects(top) == objects + 1 && count_in(top, "names") == names + 1 &&
+	   count_in(top, stage_rel) == own,
 	   "the anchor's link fails: published all the same, without an anchor (no dedup)");
 	{
 		struct kvt_verifier *v = kvt_verifier_new(16);

@@ -27,33 +27,6 @@ static char *pattern(size_t len, unsigned seed)
 	return buf;
 }
 
-static int count_in(const char *rel)
-{
-	g_autofree char *path = g_build_filename(top, rel, NULL);
-	g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
-	int n = 0;
-
-	while (d && g_dir_read_name(d))
-		n++;
-	return n;
-}
-
-/* Files under objects/, all fan-out directories together. */
-static int count_objects(void)
-{
-	g_autofree char *path = g_build_filename(top, "objects", NULL);
-	g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
-	const char *e;
-	int n = 0;
-
-	while (d && (e = g_dir_read_name(d))) {
-		g_autofree char *rel = g_build_filename("objects", e, NULL);
-
-		n += count_in(rel);
-	}
-	return n;
-}
-
 /* The stage's file holds @buf and its seal says @buf's hash. */
 static bool stage_holds(struct kvt_stage *st, const char *buf, size_t len)
 {
@@ -158,7 +131,7 @@ static void test_stage(struct kvt_store *s)
 	ok(kvt_stage_truncate(st, 5000) == 0 && stage_holds(st, buf, 5000),
 	   "a truncate inside the bytes is hashed again at the seal");
 	kvt_stage_unref(st);
-	ok(count_in(stage_rel) == 2,
+	ok(count_in(top, stage_rel) == 2,
 	   "unpublished stages leave nothing behind but the lock and marks-moves");
 }
 
@@ -210,7 +183,7 @@ static void test_publish(struct kvt_store *s)
 
 	ok(publish_buf(s, names, "one", a, len, 0, &p1, NULL) == 0 && name_reads(s, "one", a, len),
 	   "publish: the name reads back its bytes");
-	ok(count_in(stage_rel) == 2, "the staged file and the staged record are gone");
+	ok(count_in(top, stage_rel) == 2, "the staged file and the staged record are gone");
 	{
 		g_autofree char *obj = object_file(top, &p1.rec, false);
 
@@ -230,27 +203,27 @@ static void test_publish(struct kvt_store *s)
 		   "one inode, three links");
 	}
 
-	objects = count_objects();
+	objects = count_objects(top);
 	ok(publish_buf(s, names, "two", b, len, KVT_PUBLISH_KEEP_REPLACED, &p3, NULL) == 0 &&
 	   name_reads(s, "two", b, len) && !strcmp(p3.replaced.ref, p2.rec.ref),
 	   "replace: the name shows the new bytes; the record it replaced comes back to the caller");
-	ok(count_objects() == objects + 2, "which keeps the replaced reference until it releases it");
-	ok(kvt_object_release(s, &p3.replaced) == 0 && count_objects() == objects + 1,
+	ok(count_objects(top) == objects + 2, "which keeps the replaced reference until it releases it");
+	ok(kvt_object_release(s, &p3.replaced) == 0 && count_objects(top) == objects + 1,
 	   "released, the replaced reference goes (the object stays for 'one')");
 	kvt_published_clear(&p3);
-	objects = count_objects();
+	objects = count_objects(top);
 	ok(publish_buf(s, names, "one", b, len, 0, &p3, NULL) == 0 && name_reads(s, "one", b, len) &&
-	   count_objects() == objects - 1,
+	   count_objects(top) == objects - 1,
 	   "replace without keeping: the last reference of the old bytes goes with its anchor");
 	kvt_published_clear(&p3);
 
 	/* Rollback: the record cannot be installed (a directory has the
 	 * name), so nothing is published and the version is open again. */
-	objects = count_objects();
+	objects = count_objects(top);
 	ok(kvt_dir_mkdir(names, "dir", 0755) == 0 &&
 	   publish_buf(s, names, "dir", a, len, 0, &p3, &st) == -EISDIR,
 	   "rollback: a publication over a directory fails (EISDIR)");
-	ok(count_objects() == objects && kvt_stage_state(st) == KVT_STAGE_OPEN,
+	ok(count_objects(top) == objects && kvt_stage_state(st) == KVT_STAGE_OPEN,
 	   "no object is left behind (nor its anchor), and the version is open again");
 	ok(kvt_store_publish(s, st, names, "retry", &(struct kvt_meta){ .mode = 0644 }, NULL, 0,
 			     &p3) == 0 && name_reads(s, "retry", a, len),
@@ -317,7 +290,7 @@ static void test_publish(struct kvt_store *s)
 		kvt_record_clear(&back);
 	}
 	kvt_published_clear(&p2);
-	ok(count_in(stage_rel) == 2,
+	ok(count_in(top, stage_rel) == 2,
 	   "after all of it, staging holds only the lock and marks-moves");
 }
 
@@ -369,14 +342,14 @@ static void test_parts(struct kvt_store *s)
 	struct kvt_published out;
 	g_autoptr(GHashTable) xattrs = kvt_xattrs_new();
 	struct kvt_stage *st;
-	int objects = count_objects(), staged;
+	int objects = count_objects(top), staged;
 
 	g_hash_table_insert(xattrs, g_strdup("user.k"), g_bytes_new("v", 1));
 	ok(kvt_stage_new(s, &st) == 0 && kvt_stage_write(st, a, len, 0) == 0 &&
 	   kvt_publication_prepare(s, st, &meta, xattrs, 0, &pr) == 0,
 	   "parts: a version prepared (its object and its record made)");
-	staged = count_in(stage_rel);
-	ok(count_objects() == objects + 1 && staged == 4 && kvt_stage_state(st) == KVT_STAGE_SEALED,
+	staged = count_in(top, stage_rel);
+	ok(count_objects(top) == objects + 1 && staged == 4 && kvt_stage_state(st) == KVT_STAGE_SEALED,
 	   "the object's reference is made, the record is staged, the version sealed");
 	ok(kvt_publication_prepare(s, st, &meta, NULL, 0, &again) == 1,
 	   "a second preparation of it has nothing to do (1)");
@@ -393,7 +366,7 @@ static void test_parts(struct kvt_store *s)
 		ok(!kvt_publication_matches(&pr, &meta, x2), "nor an xattr's new value");
 	}
 	kvt_publication_abort(s, &pr);
-	ok(count_objects() == objects && count_in(stage_rel) == 3 &&
+	ok(count_objects(top) == objects && count_in(top, stage_rel) == 3 &&
 	   kvt_stage_state(st) == KVT_STAGE_OPEN,
 	   "undone: no object, no staged record, the version open again");
 
@@ -407,7 +380,7 @@ static void test_parts(struct kvt_store *s)
 		struct stat rst;
 
 		kvt_publication_finish(s, &pr, names, "parts", &out, false);
-		ok(count_in(stage_rel) == 2 && count_objects() == objects + 2 && !pr.st,
+		ok(count_in(top, stage_rel) == 2 && count_objects(top) == objects + 2 && !pr.st,
 		   "finished: the staged file and record names gone, the object anchored");
 		ok(rec_ino && stat(path, &rst) == 0 && rst.st_ino == rec_ino &&
 		   out.rec_st.st_ino == rec_ino && out.rec_st.st_ctim.tv_sec == rst.st_ctim.tv_sec &&
@@ -430,10 +403,10 @@ static void test_parts(struct kvt_store *s)
 	ok(kvt_stage_new(s, &st) == 0 && kvt_stage_write(st, b, len, 0) == 0 &&
 	   kvt_publication_prepare(s, st, &meta, NULL, 0, &pr) == 0 &&
 	   kvt_publication_install(s, &pr, names, "linked", &out) == 0 && pr.record_left &&
-	   count_in(stage_rel) == 4 && name_reads(s, "linked", b, len),
+	   count_in(top, stage_rel) == 4 && name_reads(s, "linked", b, len),
 	   "no RENAME_NOREPLACE: a link makes the name, the record's staged name stays meanwhile");
 	kvt_publication_finish(s, &pr, names, "linked", &out, false);
-	ok(count_in(stage_rel) == 2 && out.rec_st.st_ino && out.rec_st.st_nlink == 1,
+	ok(count_in(top, stage_rel) == 2 && out.rec_st.st_ino && out.rec_st.st_nlink == 1,
 	   "and goes at the finish: the record has one link, at the name");
 	s->no_noreplace = false;
 	kvt_stage_unref(st);
@@ -447,7 +420,7 @@ static void test_parts(struct kvt_store *s)
 	   kvt_publication_install(s, &pr, names, "pdir", &out) == -EISDIR && pr.st &&
 	   pr.record, "an install over a directory fails (EISDIR), the preparation kept");
 	kvt_publication_abort(s, &pr);
-	ok(count_objects() == objects + 4 && count_in(stage_rel) == 3 &&
+	ok(count_objects(top) == objects + 4 && count_in(top, stage_rel) == 3 &&
 	   kvt_stage_state(st) == KVT_STAGE_OPEN, "undone: nothing left but the open version");
 	kvt_stage_unref(st);
 }

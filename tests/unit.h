@@ -27,6 +27,34 @@ static inline void ok(bool cond, const char *desc)
 	printf("%sok %d - %s\n", cond ? "" : "not ", n_test, desc);
 }
 
+/* Entries of the directory @top/@rel. */
+static inline int count_in(const char *top, const char *rel)
+{
+	g_autofree char *path = g_build_filename(top, rel, NULL);
+	g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+	int n = 0;
+
+	while (d && g_dir_read_name(d))
+		n++;
+	return n;
+}
+
+/* Files under @top/objects/, all fan-out directories together. */
+static inline int count_objects(const char *top)
+{
+	g_autofree char *path = g_build_filename(top, "objects", NULL);
+	g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+	const char *e;
+	int n = 0;
+
+	while (d && (e = g_dir_read_name(d))) {
+		g_autofree char *rel = g_build_filename("objects", e, NULL);
+
+		n += count_in(top, rel);
+	}
+	return n;
+}
+
 /* The directory of names/@path (held), and its last component in
  * *@leaf; NULL when the directory cannot be opened. */
 static inline struct kvt_dir *names_dir(struct kvt_store *s, const char *path,
