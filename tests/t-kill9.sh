@@ -12,51 +12,6 @@ SIZE=$((2 << 20))
 plan 21
 kvt_setup
 
-# start_client ARGS...: run kvclient in the background, its stdout on fd
-# $CFD (progress lines), its stderr in $T/client.err; sets CPID.
-start_client() {
-	exec {CFD}< <(exec "$KVCLIENT" "$@" 2>>"$T/client.err" {_kvt_out}>&- {_kvt_err}>&-)
-	CPID=$!
-	kvt_bg "$CPID"
-}
-
-# wait_progress N: read progress lines until "progress >= N"; sets PROGRESS.
-# Fails when the client ends or stays silent for 60 s.
-wait_progress() {
-	local want=$1 line
-	PROGRESS=0
-	while IFS= read -r -t 60 -u "$CFD" line; do
-		case $line in
-		"progress "*) PROGRESS=${line#progress } ;;
-		*) diag "client: $line" ;;
-		esac
-		[ "$PROGRESS" -ge "$want" ] && return 0
-	done
-	return 1
-}
-
-# drain_client: read the client's output to EOF (it exits once the mount
-# is gone), then reap it.  Fails if it is still running after 60 s.
-drain_client() {
-	local line rc
-	while IFS= read -r -t 60 -u "$CFD" line; do
-		case $line in
-		"progress "*) ;;
-		*) diag "client: $line" ;;
-		esac
-	done
-	rc=$?
-	exec {CFD}<&-
-	if [ "$rc" -gt 128 ]; then
-		kill -KILL "$CPID" 2>/dev/null
-		wait "$CPID" 2>/dev/null
-		return 1
-	fi
-	wait "$CPID" 2>/dev/null
-	CRC=$?
-	return 0
-}
-
 # dead_staging WHAT PID: right after the kill -9 of daemon PID, its staging
 # directory LOWERDIR/staging/<mount id>/ (the id is <host>.<pid>.<random>)
 # is still there with its lock and the files it had staged; everything
@@ -86,16 +41,18 @@ crash_cycle() {
 	kvt_mount
 	pid=$KVT_PID
 	: >"$T/client.err"
-	start_client "$@"
-	wait_progress "$want"
-	ok $? "$what: client published $PROGRESS blocks (waiting for $want)"
+	: >"$T/client.out"
+	kvt_client_start "$@"
+	kvt_client_wait "$want"
+	ok $? "$what: client published $KVT_PROGRESS blocks (waiting for $want)"
 	# the client must see its calls fail (--crash-ok: it stops at the
 	# first ENOTCONN) before the dead mount is cleaned: afterwards its
 	# paths are the bare directory under the mount point
-	kvt_kill9 drain_client
+	kvt_kill9 kvt_client_drain
 	drain=$?
 	dead_staging "$what" "$pid"
-	ok $drain "$what: the client ended after the daemon died (exit status ${CRC:-?})"
+	ok $drain "$what: the client ended after the daemon died (exit status ${KVT_CRC:-?})"
+	diag_file "$T/client.out" 3
 	diag_file "$T/client.err" 3
 	kvt_mount
 }
@@ -104,7 +61,7 @@ crash_cycle() {
 crash_cycle "vllm-store" 96 \
 	vllm-store --dir "$MNT" --blocks 1024 --size $SIZE --threads 16 --odirect \
 	--progress 8 --crash-ok
-STORED=$PROGRESS
+STORED=$KVT_PROGRESS
 ok_kvclient "after kill -9: every block present is complete, at least the $STORED published ones" \
 	verify --dir "$MNT" --min "$STORED" --size $SIZE --no-tmp
 n=$(kvt_count_tmp "$MNT") && [ "$n" = 0 ]
