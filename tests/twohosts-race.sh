@@ -187,6 +187,8 @@ TH_LMCACHE_ROUNDS=${TH_LMCACHE_ROUNDS:-$(kvt_stress_pick 30 300)}
 KVT_CMD_TIMEOUT=$(kvt_stress_pick "$KVT_CMD_TIMEOUT" 7200)
 : >"$T/race.all"
 # race STYLE ROUNDS: STYLE on both hosts at once; prints the summaries.
+# Host A's versions are 1 and up, one per writer and round, host B's
+# 1000001 and up: each host's checks know its own by their range.
 # Under the hang guard: a race still running after $KVT_CMD_TIMEOUT s
 # shows what the clients and both daemons wait on (kvt_guard).
 race() {
@@ -194,7 +196,7 @@ race() {
 	kvt_guard "$KVCLIENT" "$1" --dir "$K1" "${RACE[@]}" --rounds "$2" --version 1 \
 		>"$T/race1.out" 2>&1 &
 	r1=$!
-	kvt_guard "$KVCLIENT" "$1" --dir "$K2" "${RACE[@]}" --rounds "$2" --version 1001 \
+	kvt_guard "$KVCLIENT" "$1" --dir "$K2" "${RACE[@]}" --rounds "$2" --version 1000001 \
 		>"$T/race2.out" 2>&1
 	s2=$?
 	wait "$r1"
