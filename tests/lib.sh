@@ -525,6 +525,22 @@ kvt_two_hosts() {
 	P2=$KVT_LAST_PID
 }
 
+# kvt_within SECONDS CMD...: CMD succeeds within SECONDS (tried every
+# 0.1 s); $took is the time it took (">SECONDS" when it did not).
+kvt_within() {
+	local limit=$1 t0=$EPOCHREALTIME
+	shift
+	while :; do
+		if "$@"; then
+			took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+			return 0
+		fi
+		awk -v a="$t0" -v b="$EPOCHREALTIME" -v l="$limit" 'BEGIN { exit !(b - a > l) }' &&
+			{ took=">$limit"; return 1; }
+		sleep 0.1
+	done
+}
+
 # kvt_bg PID: kill PID at exit if it still runs (e.g. a client started in a
 # process substitution, which jobs -p does not list).
 kvt_bg() {

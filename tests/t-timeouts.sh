@@ -46,22 +46,6 @@ present_counted() {
 	looked=$(( $(kvt_stat "$MNT" lookups) - l0 ))
 }
 
-# within SECONDS CMD...: CMD succeeds within SECONDS (tried every 0.1 s);
-# $took is the time it took.
-within() {
-	local limit=$1 t0=$EPOCHREALTIME
-	shift
-	while :; do
-		if "$@"; then
-			took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
-			return 0
-		fi
-		awk -v a="$t0" -v b="$EPOCHREALTIME" -v l="$limit" 'BEGIN { exit !(b - a > l) }' &&
-			{ took=">$limit"; return 1; }
-		sleep 0.1
-	done
-}
-
 # --- 1. alone: the kernel answers ------------------------------------------
 kvt_mount
 ok_kvclient "a mount alone on its store stores $BLOCKS blocks" \
@@ -125,19 +109,19 @@ ok $? "every other block is still there ($n of $((BLOCKS - 2)))"
 kvt_start "$LOWER" "$MNT2"
 pid2=$KVT_LAST_PID
 both_say() { [ "$(grep -c 'another mount uses the store' "$T/daemon.log")" -ge 2 ]; }
-within 5 both_say
+kvt_within 5 both_say
 ok $? "both mounts say the store is shared ($took s): $(grep -m1 'another mount uses' "$T/daemon.log")"
 head -c 4096 /dev/urandom >"$T/new2"
 kvt_run cp "$T/new2" "$MNT2/${P[4]}.tmp" && kvt_run mv "$MNT2/${P[4]}.tmp" "$MNT2/${P[4]}"
-within 5 kvt_run cmp -s "$T/new2" "$MNT/${P[4]}"
+kvt_within 5 kvt_run cmp -s "$T/new2" "$MNT/${P[4]}"
 ok $? "the second mount replaces a block: the first reads the new bytes within 5 s ($took s)"
 kvt_run rm "$MNT2/${P[5]}"
-within 5 eval '! kvt_run test -e "$MNT/${P[5]}"'
+kvt_within 5 eval '! kvt_run test -e "$MNT/${P[5]}"'
 ok $? "the second mount removes a block: the first finds it gone within 5 s ($took s)"
 kvt_run cmp -s "$T/new" "$MNT2/${P[2]}"
 ok $? "the second mount reads what the first stored"
 kvt_stop "$MNT2" "$pid2"
-within 5 grep -q 'no other mount uses the store' "$T/daemon.log"
+kvt_within 5 grep -q 'no other mount uses the store' "$T/daemon.log"
 ok $? "once the second mount is gone, the first says it is alone again ($took s)"
 kvt_umount
 
