@@ -55,7 +55,7 @@ client() {
 	"$PY" -c "$CLIENT" "$MNT/$1" "$T/$1.read"
 }
 # start NAME: client NAME in the background, $CIN its stdin, $COUT its
-# stdout, $CPID; returns once it has said "open".
+# stdout, $CPID (its "open" is for the caller to read: the open may wait).
 start() {
 	rm -f "$T/$1.in" "$T/$1.out"
 	mkfifo "$T/$1.in" "$T/$1.out" || bail "mkfifo failed"
