@@ -160,11 +160,10 @@ static void went_without(struct kvt_copies *c, uint64_t want)
 	g_mutex_unlock(&c->lock);
 	if (say)
 		g_warning("no memory for a verified copy of %" G_GUINT64_FORMAT
-			  " MiB within %.1f s (budget %" G_GUINT64_FORMAT
-			  " MiB): an open reads from the lower file after its hash, and a change "
-			  "there meanwhile would reach it (%" G_GUINT64_FORMAT
-			  " more since the last line)",
-			  want / UNIT, (double)c->wait_us / G_USEC_PER_SEC, c->budget / UNIT, more);
+			  " MiB (budget %" G_GUINT64_FORMAT " MiB, waited %.1f s at most): an "
+			  "open reads from the lower file after its hash, and a change there "
+			  "meanwhile would reach it (%" G_GUINT64_FORMAT " more since the last line)",
+			  want / UNIT, c->budget / UNIT, (double)c->wait_us / G_USEC_PER_SEC, more);
 }
 
 struct kvt_copy *kvt_copy_get(struct kvt_copies *c, uint64_t size)
