@@ -48,6 +48,19 @@ static void keep_made_dir(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_d
 		kvt_dircache_put(fs->dirs, ino->serial, d);
 }
 
+/* Makes of one directory that GlusterFS lost: each is a race lost anew. */
+#define MKDIR_LOST_TRIES 4
+
+/* Whether @name, which a mkdir was just told exists in @pd, is not there
+ * (and so the mkdir is made again). */
+static bool dir_lost(struct kvt_dir *pd, const char *name)
+{
+	struct stat st;
+	int ret = kvt_dir_stat(pd, name, &st);
+
+	return ret == -ENOENT || ret == -ESTALE;
+}
+
 void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
@@ -58,14 +71,23 @@ void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	struct fuse_entry_param e;
 	int ret = kvt_inode_dir_to_make(fs, p, &pd);
 
-	for (int remade = 0; ret == 0; remade++) {
+	for (int remade = 0, lost = 0; ret == 0;) {
+		bool known;
+
 		kvt_inode_lock(p);
-		if (g_hash_table_lookup(p->children, name))
-			ret = -EEXIST;
-		else
-			ret = make_dir(fs, pd, name, mode, fuse_req_ctx(req), &made);
+		known = g_hash_table_lookup(p->children, name) != NULL;
+		ret = known ? -EEXIST : make_dir(fs, pd, name, mode, fuse_req_ctx(req), &made);
 		kvt_inode_unlock(p);
-		if (remade || (ret != -ENOENT && ret != -ESTALE) || p == fs->root)
+		if (ret == -EEXIST && !known && lost < MKDIR_LOST_TRIES && dir_lost(pd, name)) {
+			/* Told it exists, and it does not: GlusterFS loses a
+			 * directory that another client makes, or looks up,
+			 * while this one makes it.  The kernel's lookup after
+			 * an EEXIST would fail the caller's mkdir -p. */
+			lost++;
+			ret = 0;
+			continue;
+		}
+		if (remade++ || (ret != -ENOENT && ret != -ESTALE) || p == fs->root)
 			break;
 		/* The directory is gone from under its descriptor: another
 		 * mount removed it (an evictor's rmdir of an empty one), or

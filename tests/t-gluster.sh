@@ -9,14 +9,17 @@
 # leaves K2 serving and its staging alone, and K1's remount removes only
 # its own; both hosts renaming versions of one size over the same names
 # while reading them read only whole versions (t-gluster-race.sh races
-# harder: versions of two sizes, both ways of storing, fsck after).
+# harder: versions of two sizes, both ways of storing, fsck after); both
+# hosts storing the same blocks at once make every fan-out directory
+# together, and no store fails (GlusterFS loses a directory two clients
+# make at once: kvtierfs makes it again).
 # kvt-timeout: 600
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/gluster.sh"
 . "$(dirname "$0")/twohosts.sh"
 
 kvt_require_root
-plan 28
+plan 37
 kvt_setup
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 
@@ -29,3 +32,8 @@ SRV=$GL_BRICK/store
 S1=$GL1/store
 S2=$GL2/store
 . "$(dirname "$0")/twohosts-basic.sh"
+
+# A new store on the same volume: the fan-out directories are all new.
+th_new_store "$GL1/fan" "$GL2/fan"
+th_fanout_race 1000 2
+th_stop_fsck "$GL1/fan"

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root
-plan 28
+plan 34
 kvt_setup
 MNT2="$T/mnt2"
 mkdir "$MNT2"
@@ -148,3 +148,22 @@ ok_cmd "mkdir d, then d/sub with its lower mkdir answering ENOENT once" \
 	bash -c 'mkdir "$1/d" && mkdir "$1/d/sub" && [ -d "$1/d/sub" ]' _ "$MNT"
 ok_cmd "a block stored in d/sub reads back" \
 	bash -c 'cp "$1" "$2/d/sub/x.tmp" && mv "$2/d/sub/x.tmp" "$2/d/sub/x" && cmp "$1" "$2/d/sub/x"' _ "$T/a" "$MNT"
+
+# --- a mkdir told "exists" of a directory that is not there ---------------
+# GlusterFS loses a directory that two of its clients make (or one makes
+# and one looks up) at the same instant: a mkdir may be answered EEXIST,
+# and the directory is not there (tests/t-gluster.sh's fan-out race).
+# Here the lower mkdir of d2 answers EEXIST twice without making it
+# (KVT_FAULTS): the mkdir must make it, not hand the EEXIST to the client,
+# whose mkdir -p would then fail on its next step with ENOENT.
+kvt_umount
+export KVT_FAULTS="mkdir:EEXIST:max=2:name=d2"
+kvt_mount
+unset KVT_FAULTS
+ok_cmd "mkdir d2, its lower mkdir answering EEXIST twice where nothing is" \
+	bash -c 'mkdir "$1/d2" && mkdir "$1/d2/sub" && [ -d "$1/d2/sub" ]' _ "$MNT"
+ok_cmd "... and a mkdir of a directory that is there still fails with EEXIST" \
+	bash -c '! mkdir "$1/d2" 2>/dev/null && [ -d "$1/d2" ]' _ "$MNT"
+kvt_umount
+grep -q "mkdir:EEXIST:max=2:name=d2: 2 faults" "$T/daemon.log"
+ok $? "the daemon answered both of d2's lower mkdirs EEXIST"

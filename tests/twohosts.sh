@@ -96,6 +96,36 @@ th_race() {
 	[ "$s2" = 0 ] || diag_file "$T/race2.out" 10
 }
 
+# th_fanout_race N ROUNDS: both hosts store the same N blocks of 4 KiB at
+# once, ROUNDS times, as two vLLM servers of one model do: each block's
+# fan-out directories (<3 hex>/<2 hex>_g0) are made by both hosts' mkdir -p
+# at nearly the same instant.  Every store succeeds (as a store or a skip
+# of a block the other host stored first); then every block loads whole
+# on both hosts.  ROUNDS + 2 test points.
+th_fanout_race() {
+	local n=$1 rounds=$2 r s1 s2 pid args
+	for ((r = 0; r < rounds; r++)); do
+		args=(--blocks "$n" --size 4096 --buffered --keep-going
+			--key-base $((200000 + r * n)))
+		"$KVCLIENT" vllm-store --dir "$K1" "${args[@]}" >"$T/fan1.out" 2>&1 &
+		pid=$!
+		kvt_bg "$pid"
+		"$KVCLIENT" vllm-store --dir "$K2" "${args[@]}" >"$T/fan2.out" 2>&1
+		s2=$?
+		wait "$pid"
+		s1=$?
+		[ "$s1" = 0 ] && [ "$s2" = 0 ]
+		ok $? "both hosts store the same $n blocks at once, making each fan-out directory together: every store succeeds (exit $s1, $s2)"
+		grep -h '^vllm-store ' "$T/fan1.out" "$T/fan2.out" | sed 's/^/#   /'
+		[ "$s1" = 0 ] || diag_file "$T/fan1.out" 10
+		[ "$s2" = 0 ] || diag_file "$T/fan2.out" 10
+	done
+	ok_kvclient "host A loads all $((n * rounds)) blocks, every byte checked" \
+		vllm-load --dir "$K1" --blocks $((n * rounds)) --size 4096 --buffered --key-base 200000
+	ok_kvclient "host B loads them too" \
+		vllm-load --dir "$K2" --blocks $((n * rounds)) --size 4096 --buffered --key-base 200000
+}
+
 # th_stop_fsck STORE: both hosts unmount, then kvtierfs-fsck finds STORE
 # clean.  Three test points.
 th_stop_fsck() {
