@@ -236,10 +236,13 @@ int kvt_object_make(struct kvt_store *s, const char *stage_name, uint64_t size,
 		 * or a collision; never share it. */
 		kvt_dir_unlink(fan, ref);
 		kvt_dir_unlink(fan, anchor);
-	} else if (ret != -ENOENT && ret != -EMLINK) {
+	} else if (ret != -ENOENT && ret != -EMLINK && ret != -ENOSPC) {
 		/* EMLINK: the shared inode has all the links its file system
-		 * allows (65000 on ext4); these bytes get an object of their
-		 * own. */
+		 * allows (65000 on ext4); ENOSPC: GlusterFS says so of an
+		 * inode with some 46 links in one directory, whose brick has
+		 * no room left for their count.  These bytes get an object of
+		 * their own; a file system that is full fails the link of
+		 * that one too. */
 		return ret;
 	}
 

@@ -12,14 +12,15 @@
 # harder: versions of two sizes, both ways of storing, fsck after); both
 # hosts storing the same blocks at once make every fan-out directory
 # together, and no store fails (GlusterFS loses a directory two clients
-# make at once: kvtierfs makes it again).
+# make at once: kvtierfs makes it again); 120 blocks of the same bytes
+# all store (GlusterFS refuses an inode its 47th link in one directory).
 # kvt-timeout: 600
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/gluster.sh"
 . "$(dirname "$0")/twohosts.sh"
 
 kvt_require_root
-plan 37
+plan 39
 kvt_setup
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 
@@ -36,4 +37,5 @@ S2=$GL2/store
 # A new store on the same volume: the fan-out directories are all new.
 th_new_store "$GL1/fan" "$GL2/fan"
 th_fanout_race 1000 2
+th_same_bytes 120
 th_stop_fsck "$GL1/fan"

@@ -301,6 +301,19 @@ static void test_store(struct kvt_store *s)
 	ok(ret == 0 && count_objects(top) == objects + 1 && count_in(top, "names") == names + 1 &&
 	   count_in(top, stage_rel) == own,
 	   "the anchor's link fails: published all the same, without an anchor (no dedup)");
+	ret = store_bytes(s, "c1.bin", 'c', 65536, NULL);
+	init("link:ENOSPC:max=1");
+	ret = ret ?: store_bytes(s, "c2.bin", 'c', 65536, NULL);
+	kvt_faults_fini();
+	ok(ret == 0 && count_objects(top) == objects + 4 && count_in(top, "names") == names + 3,
+	   "the same bytes again, whose anchor takes no link more (ENOSPC on GlusterFS): "
+	   "published with an object of their own");
+	init("link:ENOSPC");
+	ret = store_bytes(s, "d.bin", 'd', 65536, NULL);
+	kvt_faults_fini();
+	ok(ret == -ENOSPC && count_objects(top) == objects + 4 &&
+	   count_in(top, "names") == names + 3 && count_in(top, stage_rel) == own,
+	   "a full file system: the object's link fails too, ENOSPC, nothing is left behind");
 	{
 		struct kvt_verifier *v = kvt_verifier_new(16);
 		struct kvt_verify_result res;

@@ -126,6 +126,28 @@ th_fanout_race() {
 		vllm-load --dir "$K2" --blocks $((n * rounds)) --size 4096 --buffered --key-base 200000
 }
 
+# th_same_bytes N: host A stores N blocks of the same bytes (blocks of a
+# padding, say) as vLLM does, a file then its rename: they share one
+# object until the lower file system refuses its inode another link
+# (GlusterFS: ENOSPC past some 46 in one directory), then each has its
+# own.  Every one reads right on host B.  Two test points.
+th_same_bytes() {
+	local n=$1 i bad=0 d0
+	head -c 65536 /dev/urandom >"$T/same" || bail "head failed"
+	d0=$(kvt_stat "$K1" dedups)
+	mkdir -p "$K1/same" || bail "mkdir failed"
+	for ((i = 0; i < n; i++)); do
+		cp "$T/same" "$K1/same/b$i.tmp" && mv "$K1/same/b$i.tmp" "$K1/same/b$i" || break
+	done
+	[ "$i" = "$n" ]
+	ok $? "host A stores $n blocks of the same bytes ($i stored, $(($(kvt_stat "$K1" dedups) - d0)) sharing an object)"
+	for ((i = 0; i < n; i++)); do
+		cmp -s "$T/same" "$K2/same/b$i" || bad=$((bad + 1))
+	done
+	[ "$bad" = 0 ]
+	ok $? "host B reads every one of them right ($bad wrong or missing)"
+}
+
 # th_stop_fsck STORE: both hosts unmount, then kvtierfs-fsck finds STORE
 # clean.  Three test points.
 th_stop_fsck() {
