@@ -345,7 +345,7 @@ int main(void)
 	g_autoptr(GError) err = NULL;
 	struct kvt_store *s;
 
-	printf("1..38\n");
+	printf("1..40\n");
 	top = dir;
 	test_parse();
 	test_when();
