@@ -7,6 +7,7 @@
 # kvt-timeout: 600
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/gluster.sh"
+. "$(dirname "$0")/twohosts.sh"
 
 kvt_require_root
 plan 25

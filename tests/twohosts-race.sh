@@ -192,21 +192,13 @@ KVT_CMD_TIMEOUT=$(kvt_stress_pick "$KVT_CMD_TIMEOUT" 7200)
 # Under the hang guard: a race still running after $KVT_CMD_TIMEOUT s
 # shows what the clients and both daemons wait on (kvt_guard).
 race() {
-	local s1 s2 r1
-	kvt_guard "$KVCLIENT" "$1" --dir "$K1" "${RACE[@]}" --rounds "$2" --version 1 \
-		>"$T/race1.out" 2>&1 &
-	r1=$!
-	kvt_guard "$KVCLIENT" "$1" --dir "$K2" "${RACE[@]}" --rounds "$2" --version 1000001 \
-		>"$T/race2.out" 2>&1
-	s2=$?
-	wait "$r1"
-	s1=$?
-	grep -h "^$1 " "$T/race1.out" "$T/race2.out" | tee -a "$T/race.all" | sed 's/^/#   /'
-	[ "$s1" = 0 ] || diag_file "$T/race1.out" 10
-	[ "$s2" = 0 ] || diag_file "$T/race2.out" 10
-	[ "$s1" = 0 ] && [ "$s2" = 0 ] &&
-		[ "$(grep -ch "^$1 final: blocks=8 ok=8 errors=0 wrong=0" "$T/race1.out" "$T/race2.out" |
+	local st
+	th_both "$1" "--version 1" "--version 1000001" "${RACE[@]}" --rounds "$2" &&
+		[ "$(grep -ch "^$1 final: blocks=8 ok=8 errors=0 wrong=0" "$T/both1.out" "$T/both2.out" |
 			paste -sd+ | bc)" = 2 ]
+	st=$?
+	grep -h "^$1 " "$T/both1.out" "$T/both2.out" >>"$T/race.all"
+	return "$st"
 }
 race race "$TH_RACE_ROUNDS"
 ok $? "vLLM's way: both hosts rename versions of 64 KiB and 200000 bytes over the same 8 names, 8 readers each: every read whole, no ENOENT once published, every name there"

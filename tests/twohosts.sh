@@ -77,23 +77,36 @@ th_others_ok() {
 	ok $? "every other block still loads right on both hosts" || diag "$bad"
 }
 
+# th_both CMD A_EXTRA B_EXTRA ARG...: kvclient CMD ARG... on host A (--dir
+# $K1, then the words of A_EXTRA) and on host B (--dir $K2, B_EXTRA) at
+# once, each under the hang guard (kvt_guard); the outputs in
+# $T/both1.out and $T/both2.out, their summary lines printed, the output
+# of a client that failed shown.  True when both exit 0; $TH_S1 and
+# $TH_S2 are their exit statuses.
+th_both() {
+	local cmd=$1 a=$2 b=$3 pid
+	shift 3
+	# shellcheck disable=SC2086 # the extras are lists of words
+	kvt_guard "$KVCLIENT" "$cmd" --dir "$K1" "$@" $a >"$T/both1.out" 2>&1 &
+	pid=$!
+	kvt_bg "$pid"
+	# shellcheck disable=SC2086
+	kvt_guard "$KVCLIENT" "$cmd" --dir "$K2" "$@" $b >"$T/both2.out" 2>&1
+	TH_S2=$?
+	wait "$pid"
+	TH_S1=$?
+	grep -h "^$cmd " "$T/both1.out" "$T/both2.out" | sed 's/^/#   /'
+	[ "$TH_S1" = 0 ] || diag_file "$T/both1.out" 10
+	[ "$TH_S2" = 0 ] || diag_file "$T/both2.out" 10
+	[ "$TH_S1" = 0 ] && [ "$TH_S2" = 0 ]
+}
+
 # th_race: both hosts store versions of one size under the same 8 names at
 # once (tmp + rename), while 8 readers on each read them.  One test point.
 th_race() {
-	local race=(--blocks 8 --size 65536 --writers 4 --readers 8 --rounds 8 --shared --key-base 500)
-	local r1 s1 s2
-	"$KVCLIENT" race --dir "$K1" "${race[@]}" --version 1 >"$T/race1.out" 2>&1 &
-	r1=$!
-	kvt_bg "$r1"
-	"$KVCLIENT" race --dir "$K2" "${race[@]}" --version 1001 >"$T/race2.out" 2>&1
-	s2=$?
-	wait "$r1"
-	s1=$?
-	[ "$s1" = 0 ] && [ "$s2" = 0 ]
-	ok $? "both hosts rename versions over the same 8 names while 8 readers each read them: every read one whole version, no ENOENT once published (exit $s1, $s2)"
-	grep -h '^race ' "$T/race1.out" "$T/race2.out" | sed 's/^/#   /'
-	[ "$s1" = 0 ] || diag_file "$T/race1.out" 10
-	[ "$s2" = 0 ] || diag_file "$T/race2.out" 10
+	th_both race "--version 1" "--version 1001" --blocks 8 --size 65536 --writers 4 \
+		--readers 8 --rounds 8 --shared --key-base 500
+	ok $? "both hosts rename versions over the same 8 names while 8 readers each read them: every read one whole version, no ENOENT once published (exit $TH_S1, $TH_S2)"
 }
 
 # th_fanout_race N ROUNDS: both hosts store the same N blocks of 4 KiB at
@@ -103,22 +116,11 @@ th_race() {
 # of a block the other host stored first); then every block loads whole
 # on both hosts.  ROUNDS + 2 test points.
 th_fanout_race() {
-	local n=$1 rounds=$2 r s1 s2 pid args
+	local n=$1 rounds=$2 r
 	for ((r = 0; r < rounds; r++)); do
-		args=(--blocks "$n" --size 4096 --buffered --keep-going
-			--key-base $((200000 + r * n)))
-		"$KVCLIENT" vllm-store --dir "$K1" "${args[@]}" >"$T/fan1.out" 2>&1 &
-		pid=$!
-		kvt_bg "$pid"
-		"$KVCLIENT" vllm-store --dir "$K2" "${args[@]}" >"$T/fan2.out" 2>&1
-		s2=$?
-		wait "$pid"
-		s1=$?
-		[ "$s1" = 0 ] && [ "$s2" = 0 ]
-		ok $? "both hosts store the same $n blocks at once, making each fan-out directory together: every store succeeds (exit $s1, $s2)"
-		grep -h '^vllm-store ' "$T/fan1.out" "$T/fan2.out" | sed 's/^/#   /'
-		[ "$s1" = 0 ] || diag_file "$T/fan1.out" 10
-		[ "$s2" = 0 ] || diag_file "$T/fan2.out" 10
+		th_both vllm-store "" "" --blocks "$n" --size 4096 --buffered --keep-going \
+			--key-base $((200000 + r * n))
+		ok $? "both hosts store the same $n blocks at once, making each fan-out directory together: every store succeeds (exit $TH_S1, $TH_S2)"
 	done
 	ok_kvclient "host A loads all $((n * rounds)) blocks, every byte checked" \
 		vllm-load --dir "$K1" --blocks $((n * rounds)) --size 4096 --buffered --key-base 200000
