@@ -54,6 +54,15 @@ static int set_file(struct kvt_fs *fs, struct kvt_inode *ino, const struct stat 
 			ino->meta.st_atim = ts[0];
 		if (to_set & FUSE_SET_ATTR_MTIME)
 			ino->meta.st_mtim = ts[1];
+		/* Kept by the record at publication (cp -a and tar set them
+		 * before the close that publishes). */
+		if (to_set & FUSE_SET_ATTR_ATIME)
+			ino->times_set |= KVT_SET_ATIME;
+		if (to_set & FUSE_SET_ATTR_MTIME)
+			ino->times_set |= KVT_SET_MTIME;
+		if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |
+			      FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))
+			clock_gettime(CLOCK_REALTIME, &ino->meta.st_ctim);
 	}
 	kvt_inode_unlock(ino);
 	if (!on_disk)
@@ -105,6 +114,9 @@ void kvt_op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_set,
 					   fuse_req_ctx(req)->pid);
 		if (ret < 0)
 			goto out;
+		kvt_inode_lock(ino);
+		ino->times_set = 0; /* the version changed after them */
+		kvt_inode_unlock(ino);
 	}
 	/* "Now" is read here, not left to the lower file system, whose
 	 * clock is the coarse one: a time set now must not come out older

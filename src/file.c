@@ -147,7 +147,7 @@ static int new_local_file(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir
 	if (g_hash_table_lookup(p->children, name) || kvt_dir_stat(pd, name, &st) == 0)
 		return -EEXIST;
 	ino = kvt_inode_new_file(fs, p, name);
-	ret = kvt_stage_new(fs->store, &ino->stage);
+	ret = kvt_stage_new(fs->store, mode, &ino->stage);
 	if (ret < 0) {
 		/* Never attached nor seen: freed here, under the lock, without
 		 * the tree lock that an unref would need. */
@@ -155,6 +155,7 @@ static int new_local_file(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir
 		return ret;
 	}
 	kvt_inode_ref(ino); /* pending */
+	ino->st_ino = ino->stage->record_st.st_ino; /* see inode.c */
 	ino->meta.st_mode = S_IFREG | (mode & 07777);
 	kvt_new_owner(fs, pd, ctx, &ino->meta.st_uid, &ino->meta.st_gid);
 	ino->meta.st_blksize = 4096;
@@ -707,10 +708,17 @@ void kvt_op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 /* A write by someone without the power to keep them clears the set-user-ID
  * bit, and the set-group-ID bit of a group-executable file, as the kernel
  * does for its own file systems (the kernel leaves it to us on the direct
- * I/O path writers use here). */
-static void kill_suid(struct kvt_inode *ino, const struct fuse_ctx *ctx)
+ * I/O path writers use here).  The write is the file's last change: times
+ * the client set before are the write's now (the record takes the time of
+ * its publication), and ctime is now. */
+static void note_write(struct kvt_inode *ino, const struct fuse_ctx *ctx)
 {
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
 	kvt_inode_lock(ino);
+	ino->times_set = 0;
+	ino->meta.st_mtim = ino->meta.st_ctim = now;
 	if (ctx->uid != 0 && (ino->meta.st_mode & S_ISUID ||
 			      (ino->meta.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)))
 		ino->meta.st_mode &= ~(S_ISUID | (ino->meta.st_mode & S_IXGRP ? S_ISGID : 0));
@@ -727,7 +735,7 @@ void kvt_op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size, of
 	struct kvt_inode *ino = kvt_inode_of(fs, n);
 	struct kvt_handle *h = handle_of(fi);
 
-	kill_suid(ino, fuse_req_ctx(req));
+	note_write(ino, fuse_req_ctx(req));
 	if (__atomic_load_n(&h->fresh, __ATOMIC_RELAXED)) {
 		kvt_inode_lock(ino);
 		unfresh(ino, h);

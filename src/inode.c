@@ -14,12 +14,15 @@ static uint64_t next_serial = 1;
 /* st_ino: the lower inode number of what the inode shows (its record,
  * its directory), so that a listing, which reads the lower directory,
  * says the number stat will say, without an inode for every name, and
- * a lookup after the kernel forgot the inode gives it again.  A file's
- * number is its current record's: a new version (a new record file)
- * changes it, and no two names show one number, even where the lower
- * file system gives a removed record's number to a new one.  A file made
- * here has no lower inode until its first publication: its serial
- * meanwhile, above any number a lower file system gives. */
+ * a lookup after the kernel forgot the inode, or a remount, gives it
+ * again.  A file's number is its current record's, and no two names show
+ * one number, even where the lower file system gives a removed record's
+ * number to a new one.  A file made here shows from its create the
+ * number of the record file its stage made for it (stage.h), which its
+ * publication installs: a file keeps its number from create to unlink
+ * (tar, rsync and git compare it).  A version written over a published
+ * file is a new record, so a new number.  Until an inode is given its
+ * number it has its serial, above any number a lower file system gives. */
 #define LOCAL_INO_BASE (G_GUINT64_CONSTANT(1) << 62)
 
 static struct kvt_inode *inode_alloc(struct kvt_fs *fs, struct kvt_inode *parent,

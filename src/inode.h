@@ -15,6 +15,8 @@
 
 struct kvt_lru_entry;
 
+enum { KVT_SET_ATIME = 1, KVT_SET_MTIME = 2 };
+
 struct kvt_inode {
 	gint refs;            /* kernel lookups (one), pending stage (one),
 			       * children (one each); 0 frees */
@@ -50,6 +52,9 @@ struct kvt_inode {
 	GCond published;      /* with lock: a publication of stage ended */
 	int writers;          /* open handles that may write */
 	GSList *fresh_writers; /* writer handles with no version yet (file.c) */
+	unsigned times_set;   /* KVT_SET_ATIME | KVT_SET_MTIME: set by the
+			       * client on the version being written since
+			       * its last write: its record keeps them */
 	bool rewritten;       /* a version was written in place at some time,
 			       * or is about to be: readers go by the daemon,
 			       * not the kernel's size (file.c) */

@@ -134,29 +134,17 @@ int kvt_name_peek(struct kvt_dir *d, const char *name, struct kvt_record *rec)
 	return read_record_fd(fd, name, &st, rec);
 }
 
-int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
-		   const struct kvt_meta *meta, bool sync, char **name_out, ino_t *ino)
+/* Writes the record @body with @meta into the staged file @fd (@name),
+ * whose owner and mode @st says. */
+static int fill_record(int fd, const char *name, const struct stat *st, const GString *body,
+		       const struct kvt_meta *meta, bool sync)
 {
-	g_autoptr(GString) body = kvt_record_encode(rec);
 	struct timespec ts[2] = { meta->atime, meta->mtime };
-	g_autofree char *name = NULL;
-	kvt_autofd fd = -1;
-	struct stat st;
 	bool chown_it;
-	int ret = 0;
+	int ret;
 
-	for (;;) {
-		g_free(name);
-		name = kvt_store_stage_name(s, 'n');
-		fd = kvt_dir_open_file(s->stage, name, O_WRONLY | O_CREAT | O_EXCL,
-				       meta->mode & 07777, &st);
-		if (fd != -EEXIST)
-			break;
-	}
-	if (fd < 0)
-		return fd;
 	ret = kvt_fault(KVT_FAULT_WRITE, name);
-	if (ret == 0 && write(fd, body->str, body->len) != (ssize_t)body->len)
+	if (ret == 0 && pwrite(fd, body->str, body->len, 0) != (ssize_t)body->len)
 		ret = errno ? -errno : -ENOSPC;
 	if (ret == 0)
 		ret = kvt_fault(KVT_FAULT_SETATTR, name);
@@ -166,10 +154,10 @@ int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
 	 * so a mode set before would not be the record's.  Each is set only
 	 * if the new file does not have it already: on a network file
 	 * system every call is a round trip to the server. */
-	chown_it = st.st_uid != meta->uid || st.st_gid != meta->gid;
+	chown_it = st->st_uid != meta->uid || st->st_gid != meta->gid;
 	if (ret == 0 && chown_it && fchown(fd, meta->uid, meta->gid))
 		ret = -errno;
-	if (ret == 0 && (chown_it || (st.st_mode & 07777) != (meta->mode & 07777)) &&
+	if (ret == 0 && (chown_it || (st->st_mode & 07777) != (meta->mode & 07777)) &&
 	    fchmod(fd, meta->mode & 07777))
 		ret = -errno;
 	if (ret == 0 && meta->set_times && futimens(fd, ts))
@@ -189,6 +177,29 @@ int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
 		 * leaves the name with its record, not with an empty file (a
 		 * block lost whose object is intact).  Best effort. */
 		sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	return ret;
+}
+
+int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
+		   const struct kvt_meta *meta, bool sync, char **name_out, ino_t *ino)
+{
+	g_autoptr(GString) body = kvt_record_encode(rec);
+	g_autofree char *name = NULL;
+	kvt_autofd fd = -1;
+	struct stat st;
+	int ret;
+
+	for (;;) {
+		g_free(name);
+		name = kvt_store_stage_name(s, 'n');
+		fd = kvt_dir_open_file(s->stage, name, O_WRONLY | O_CREAT | O_EXCL,
+				       meta->mode & 07777, &st);
+		if (fd != -EEXIST)
+			break;
+	}
+	if (fd < 0)
+		return fd;
+	ret = fill_record(fd, name, &st, body, meta, sync);
 	if (ret < 0) {
 		kvt_dir_unlink(s->stage, name);
 		return ret;
@@ -197,6 +208,22 @@ int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
 	if (ino)
 		*ino = st.st_ino;
 	return 0;
+}
+
+int kvt_name_stage_into(const struct kvt_record *rec, const struct kvt_meta *meta, bool sync,
+			int fd, const char *name, struct stat *st, bool *dirty)
+{
+	g_autoptr(GString) body = kvt_record_encode(rec);
+	int ret;
+
+	/* What a failed attempt wrote or set goes first. */
+	if (*dirty && (ftruncate(fd, 0) || fstat(fd, st)))
+		return -errno;
+	*dirty = true;
+	ret = fill_record(fd, name, st, body, meta, sync);
+	if (ret == 0)
+		*dirty = false;
+	return ret;
 }
 
 /* Reads and removes the record that a rename brought into staging. */

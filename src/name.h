@@ -59,6 +59,12 @@ int kvt_name_peek(struct kvt_dir *d, const char *name, struct kvt_record *rec);
  * or the new one, never an empty one. */
 int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
 		   const struct kvt_meta *meta, bool sync, char **tmp, ino_t *ino);
+/* The same into the empty staged file @fd (@name), made beforehand with
+ * the owner and mode @st says (a stage's record file): its inode number
+ * is known before the publication.  *@dirty: an earlier attempt wrote to
+ * it (cleared on success; set when this one fails). */
+int kvt_name_stage_into(const struct kvt_record *rec, const struct kvt_meta *meta, bool sync,
+			int fd, const char *name, struct stat *st, bool *dirty);
 /* Atomically puts the record staged at @tmp at @d/@name.  A record it
  * replaced is returned in @old (old->ref[0] != 0), whose object the
  * caller releases or keeps.  On failure @tmp stays, the caller's to

@@ -140,12 +140,18 @@ int kvt_publication_prepare(struct kvt_store *s, struct kvt_stage *st,
 		p->xattrs = g_hash_table_ref(xattrs);
 		p->rec.xattrs = kvt_xattrs_dup(xattrs);
 	}
+	/* Into the stage's own record file: the number the file showed
+	 * while pending stays its number once published.  It stays the
+	 * stage's until installed. */
 	if (ret == 0)
-		ret = kvt_name_stage(s, &p->rec, meta, p->sync, &p->record, &p->record_ino);
+		ret = kvt_name_stage_into(&p->rec, meta, p->sync, st->record_fd, st->record,
+					  &st->record_st, &st->record_dirty);
 	if (ret < 0) {
 		kvt_object_unmake(s, &p->rec, p->dedup);
 		goto reopen;
 	}
+	p->record = g_strdup(st->record);
+	p->record_ino = st->record_st.st_ino;
 	p->st = kvt_stage_ref(st);
 	return 0;
 reopen:
@@ -237,8 +243,9 @@ void kvt_publication_abort(struct kvt_store *s, struct kvt_publication *p)
 {
 	if (!p->st)
 		return;
-	if (p->record)
-		kvt_dir_unlink(s->stage, p->record);
+	/* The record file stays the stage's, written again by the next
+	 * publication. */
+	g_clear_pointer(&p->record, g_free);
 	kvt_object_unmake(s, &p->rec, p->dedup);
 	kvt_stage_unseal(p->st);
 	publication_clear(p);

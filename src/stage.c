@@ -45,11 +45,30 @@ void kvt_stage_cleanup(void)
 	kvt_pool_clear(&dio_pool);
 }
 
-int kvt_stage_new(struct kvt_store *store, struct kvt_stage **out)
+/* The stage's record file: an empty file in staging, left open. */
+static int make_record_file(struct kvt_stage *st, mode_t mode)
+{
+	int fd;
+
+	for (;;) {
+		st->record = kvt_store_stage_name(st->store, 'n');
+		fd = kvt_dir_open_file(st->store->stage, st->record, O_WRONLY | O_CREAT | O_EXCL,
+				       mode & 07777, &st->record_st);
+		if (fd >= 0)
+			break;
+		g_clear_pointer(&st->record, g_free);
+		if (fd != -EEXIST)
+			return fd;
+	}
+	st->record_fd = fd;
+	return 0;
+}
+
+int kvt_stage_new(struct kvt_store *store, mode_t mode, struct kvt_stage **out)
 {
 	struct kvt_stage *st;
 	char *name;
-	int fd;
+	int fd, ret;
 
 	for (;;) {
 		name = kvt_store_stage_name(store, 'd');
@@ -65,6 +84,14 @@ int kvt_stage_new(struct kvt_store *store, struct kvt_stage **out)
 	st->store = store;
 	st->fd = fd;
 	st->name = name;
+	ret = make_record_file(st, mode);
+	if (ret < 0) {
+		kvt_dir_unlink(store->stage, name);
+		close(fd);
+		g_free(name);
+		g_free(st);
+		return ret;
+	}
 	st->dfd = kvt_file_reopen(fd, O_WRONLY | O_DIRECT);
 	if (st->dfd < 0 && st->dfd != -EINVAL) /* no /proc here; EINVAL: no O_DIRECT */
 		st->dfd = kvt_dir_open_file(store->stage, name, O_WRONLY | O_DIRECT, 0, NULL);
@@ -88,6 +115,11 @@ void kvt_stage_unref(struct kvt_stage *st)
 		return;
 	if (kvt_stage_state(st) != KVT_STAGE_PUBLISHED)
 		kvt_dir_unlink(st->store->stage, st->name);
+	if (st->record) {
+		close(st->record_fd);
+		kvt_dir_unlink(st->store->stage, st->record);
+		g_free(st->record);
+	}
 	close(st->fd);
 	if (st->dfd >= 0)
 		close(st->dfd);
@@ -355,4 +387,7 @@ void kvt_stage_set_published(struct kvt_stage *st)
 	g_rw_lock_writer_lock(&st->io);
 	__atomic_store_n(&st->state, KVT_STAGE_PUBLISHED, __ATOMIC_RELEASE);
 	g_rw_lock_writer_unlock(&st->io);
+	/* SEALED until now: no other publication looks at it. */
+	close(g_steal_fd(&st->record_fd));
+	g_clear_pointer(&st->record, g_free);
 }

@@ -11,6 +11,7 @@
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "hash.h"
@@ -29,6 +30,15 @@ struct kvt_stage {
 	int fd;              /* the staging file */
 	int dfd;             /* the same, O_DIRECT; -1 where not supported */
 	char *name;          /* in this mount's staging directory */
+	/* The file the version's record will be, made with the stage so that
+	 * its inode number, which the visible file shows, is known from the
+	 * create on and stays the same once published.  Kept open for the
+	 * publication to write (no call more per store than a record made
+	 * then).  Closed, and NULL, once a publication installed it. */
+	char *record;
+	int record_fd;
+	struct stat record_st; /* as made (owner and mode) */
+	bool record_dirty;     /* a failed publication wrote to it */
 	GRWLock io;          /* writes: reader side; sealing: writer side */
 	uint64_t size;       /* atomic: highest byte written + 1 */
 	int error;           /* first write error: publication fails with it */
@@ -43,8 +53,9 @@ struct kvt_stage {
 	uint64_t hashed;
 };
 
-/* A new, empty stage in @store's staging area. */
-int kvt_stage_new(struct kvt_store *store, struct kvt_stage **out);
+/* A new, empty stage in @store's staging area, with the empty file its
+ * record will be (st->record), made with @mode, the file's. */
+int kvt_stage_new(struct kvt_store *store, mode_t mode, struct kvt_stage **out);
 /* Frees the O_DIRECT buffers kept for the next writes (at exit). */
 void kvt_stage_cleanup(void);
 struct kvt_stage *kvt_stage_ref(struct kvt_stage *st);
@@ -97,4 +108,5 @@ static inline bool kvt_stage_durable(struct kvt_stage *st)
 int kvt_stage_seal(struct kvt_stage *st, kvt_hash *hash, uint64_t *size);
 /* SEALED -> OPEN (the publication failed) or -> PUBLISHED. */
 void kvt_stage_unseal(struct kvt_stage *st);
+/* The record file is installed: it is no more the stage's. */
 void kvt_stage_set_published(struct kvt_stage *st);

@@ -32,7 +32,7 @@ static int new_version(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t keep,
 	kvt_autofd src = -1;
 	int ret;
 
-	ret = kvt_stage_new(fs->store, &st);
+	ret = kvt_stage_new(fs->store, ino->meta.st_mode, &st);
 	if (ret < 0 || !keep || !ino->has_record) {
 		*out = ret < 0 ? NULL : st;
 		return ret;
@@ -220,6 +220,7 @@ void kvt_version_wake(struct kvt_inode *ino)
 bool kvt_version_published(struct kvt_fs *fs, struct kvt_inode *ino,
 			   struct kvt_published *pub, bool in_place)
 {
+	struct kvt_record rec;
 	struct stat rst;
 	bool drop = false;
 
@@ -242,7 +243,16 @@ bool kvt_version_published(struct kvt_fs *fs, struct kvt_inode *ino,
 		rst.st_ino = pub->rec_ino;
 	}
 	rst.st_mode = S_IFREG | (ino->meta.st_mode & 07777);
-	kvt_inode_take_record(ino, &pub->rec, &rst, NULL);
+	/* A publication is no change the client made: ctime stays that of
+	 * its last write or setattr (tar extracts a symbolic link over the
+	 * placeholder file it made only if the file's ctime did not move). */
+	rst.st_ctim = ino->meta.st_ctim;
+	/* A copy: kvt_version_settle compares pub->rec afterwards. */
+	kvt_record_init(&rec);
+	kvt_record_copy(&rec, &pub->rec);
+	kvt_inode_take_record(ino, &rec, &rst, NULL);
+	ino->rec_ctime = pub->rec_st.st_ctim;
+	ino->times_set = 0;
 	kvt_inode_unlock(ino);
 	return drop;
 }
@@ -258,8 +268,9 @@ void kvt_version_settle(struct kvt_inode *ino, const struct kvt_published *pub)
 		struct stat rst = pub->rec_st;
 
 		rst.st_mode = S_IFREG | (ino->meta.st_mode & 07777);
+		rst.st_ctim = ino->meta.st_ctim; /* see kvt_version_published */
+		ino->rec_ctime = pub->rec_st.st_ctim;
 		ino->meta = rst;
-		ino->rec_ctime = rst.st_ctim;
 	}
 	kvt_inode_unlock(ino);
 }
@@ -284,7 +295,12 @@ static struct kvt_inode *lock_parent_to_publish(struct kvt_fs *fs, struct kvt_in
 static void version_meta(struct kvt_inode *ino, struct kvt_meta *meta, GHashTable **xattrs)
 {
 	kvt_inode_lock(ino);
-	*meta = kvt_inode_meta(ino, false);
+	*meta = kvt_inode_meta(ino, ino->times_set != 0);
+	/* A time the client did not set is the publication's. */
+	if (!(ino->times_set & KVT_SET_ATIME))
+		meta->atime.tv_nsec = UTIME_OMIT;
+	if (!(ino->times_set & KVT_SET_MTIME))
+		meta->mtime.tv_nsec = UTIME_OMIT;
 	*xattrs = ino->rec.xattrs ? kvt_xattrs_dup(ino->rec.xattrs) : NULL;
 	kvt_inode_unlock(ino);
 }

@@ -109,7 +109,7 @@ int main(int argc, char **argv)
 		name[3] = '\0'; /* "<3 hex>" and "<16 hex>.bin" */
 		ret = kvt_dir_open(kvt_store_names(s), name, &d);
 		if (ret == 0)
-			ret = kvt_stage_new(s, &st);
+			ret = kvt_stage_new(s, 0644, &st);
 		if (ret == 0)
 			ret = kvt_stage_write(st, (const char *)buf, sizeof(buf), 0);
 		if (ret == 0)

@@ -39,7 +39,7 @@ static struct kvt_stage *stage_of(struct kvt_store *s, const char *buf)
 {
 	struct kvt_stage *st = NULL;
 
-	if (kvt_stage_new(s, &st) == 0 && kvt_stage_write(st, buf, LEN, 0) == 0)
+	if (kvt_stage_new(s, 0644, &st) == 0 && kvt_stage_write(st, buf, LEN, 0) == 0)
 		return st;
 	kvt_stage_unref(st);
 	return NULL;
@@ -191,7 +191,9 @@ static void test_failed_publication_not_shared(void)
 	struct kvt_stage *st = stage_of(A, a);
 
 	ok(kvt_dir_mkdir(kvt_store_names(A), "dir", 0755) == 0, "a directory takes the name 'dir'");
-	kvt_fault_hook(KVT_FAULT_CREATE, "n.*", b_publishes, &x);
+	/* B's store comes when A's publication writes its record file
+	 * (made with the stage): after A's object is made. */
+	kvt_fault_hook(KVT_FAULT_WRITE, "n.*", b_publishes, &x);
 	ok(publish(A, st, "dir", &pa) == -EISDIR && x.ran && x.ret == 0 &&
 	   kvt_stage_state(st) == KVT_STAGE_OPEN,
 	   "A's publication over a directory fails, its version open again; B stored the same bytes meanwhile");

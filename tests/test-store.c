@@ -179,10 +179,11 @@ int main(void)
 	kvt_record_clear(&c);
 
 	/* A file being written: kept by its reference. */
-	ok(kvt_stage_new(s, &staged) == 0, "a stage is made");
+	ok(kvt_stage_new(s, 0644, &staged) == 0, "a stage is made");
 	s2 = kvt_store_open(top, &err);
-	/* each staging: lock and marks-moves; the first one's stage too */
-	ok(s2 && count_files(staging) == 5, "a second live mount keeps the first one's staging");
+	/* each staging: lock and marks-moves; the first one's stage too: its
+	 * bytes and its record file */
+	ok(s2 && count_files(staging) == 6, "a second live mount keeps the first one's staging");
 	/* Simulate a dead mount: its lock goes away with its fds. */
 	close(s->lockfd);
 	s->lockfd = -1;
