@@ -697,14 +697,15 @@ kvt_drop_caches() {
 }
 
 # ---------------------------------------------------------------- numbers
-# Every comparison of measured numbers goes through these helpers.  awk
-# takes an empty or non-numeric value for 0, and so does bash's
-# arithmetic: "$n" -lt 300 in awk, or $((a - b)), passes when the command
-# that was to print n printed nothing.  These refuse such an operand: a
-# line "# NAME: ... is not a number" on stderr (the TAP stream of
-# tests/run) and status 2, a failure like 1.  Never negate them
-# (! kvt_num_cmp ...): a refused operand would pass; use the opposite
-# operator.
+# Measured numbers are compared and computed with these functions, not
+# with awk or bash's arithmetic, which take an empty or non-numeric value
+# for 0: awk's "n < 300", or $((b - a)) == 0, passes when the command that
+# was to print n printed nothing.  (test(1)'s -lt and the like fail on
+# such a value; they may stay where no negation turns that around.)
+# These refuse such an operand: a line "# NAME: ... is not a number" on
+# stderr (the TAP stream of tests/run) and status 2, a failure like 1.
+# Never negate them (! kvt_num_cmp ...): a refused operand would pass;
+# use the opposite operator.
 
 # kvt_is_num VALUE: VALUE is a decimal number (sign, digits, a fraction,
 # an exponent: what awk and printf read alike); silent.

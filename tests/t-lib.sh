@@ -1,5 +1,5 @@
 #!/bin/bash
-# The number helpers of tests/lib.sh, which every comparison of measured
+# The number functions of tests/lib.sh, which every comparison of measured
 # numbers in the tests goes through: each refuses an empty or non-numeric
 # operand (status 2 and a line saying so), where awk and bash's
 # arithmetic take it for 0 and a check would pass on a command that
@@ -104,7 +104,7 @@ st=$?
 [ "$st" = 1 ] && [ "$took" = ">0.3" ]
 ok $? "kvt_within: a command that never succeeds fails after the limit (status $st, took $took)"
 
-# --- the test points themselves and a counting helper ---------------------
+# --- the test points themselves, and a count of temp files --------------
 # in a subshell: the point it prints is not one of this file's
 out=$( (ok "" "a test point whose status is empty") )
 grep -q '^not ok [0-9]* - a test point whose status is empty$' <<<"$out"
