@@ -47,6 +47,8 @@ for m in 1 2; do
 		bail "mount of CephFS on $T/c$m failed: $(dmesg | grep -i ceph | tail -n 3)"
 	[ "$(kvt_fstype "$T/c$m")" = ceph ] || bail "$T/c$m is not a CephFS mount"
 done
+# a point of its own, not a check: each mount above bails out on failure
+# or when it is not ceph
 ok 0 "CephFS mounted twice by the kernel's client ($(uname -r)), each a client of its own"
 kvt_two_hosts "$CF1/store" "$CF2/store"
 th_remote_store CephFS

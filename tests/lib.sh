@@ -526,10 +526,13 @@ kvt_two_hosts() {
 }
 
 # kvt_within SECONDS CMD...: CMD succeeds within SECONDS (tried every
-# 0.1 s); $took is the time it took (">SECONDS" when it did not).
+# 0.1 s); $took is the time it took (">SECONDS" when it did not).  Status
+# 2 when SECONDS is not a number.
 kvt_within() {
 	local limit=$1 t0=$EPOCHREALTIME
 	shift
+	took=
+	_kvt_nums "kvt_within $limit" "$limit" || return 2
 	while :; do
 		if "$@"; then
 			took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
@@ -693,9 +696,89 @@ kvt_drop_caches() {
 		diag "cannot write /proc/sys/vm/drop_caches"
 }
 
+# ---------------------------------------------------------------- numbers
+# Measured numbers are compared and computed with these functions, not
+# with awk or bash's arithmetic, which take an empty or non-numeric value
+# for 0: awk's "n < 300", or $((b - a)) == 0, passes when the command that
+# was to print n printed nothing.  (test(1)'s -lt and the like fail on
+# such a value; they may stay where no negation turns that around.)
+# These refuse such an operand: a line "# NAME: ... is not a number" on
+# stderr (the TAP stream of tests/run) and status 2, a failure like 1.
+# Never negate them (! kvt_num_cmp ...): a refused operand would pass;
+# use the opposite operator.
+
+# kvt_is_num VALUE: VALUE is a decimal number (sign, digits, a fraction,
+# an exponent: what awk and printf read alike); silent.
+kvt_is_num() {
+	[[ ${1-} =~ ^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$ ]]
+}
+
+# _kvt_nums WHO VALUE...: every VALUE is a number, or a line on stderr
+# naming the first that is not, and status 2.
+_kvt_nums() {
+	local who=$1 v
+	shift
+	for v in "$@"; do
+		kvt_is_num "$v" && continue
+		if [ -z "$v" ]; then
+			echo "# $who: an operand is empty, not a number" >&2
+		else
+			echo "# $who: '$v' is not a number" >&2
+		fi
+		return 2
+	done
+}
+
+# kvt_num_cmp A OP B: A OP B for numbers (integers or not), OP one of
+# test(1)'s -lt -le -gt -ge -eq -ne; status 2 (and a line on stderr)
+# when A or B is not a number or OP is unknown.
+kvt_num_cmp() {
+	local op
+	_kvt_nums "kvt_num_cmp ${1-} ${2-} ${3-}" "${1-}" "${3-}" || return 2
+	case ${2-} in
+	-lt) op='<' ;;
+	-le) op='<=' ;;
+	-gt) op='>' ;;
+	-ge) op='>=' ;;
+	-eq) op='==' ;;
+	-ne) op='!=' ;;
+	*)
+		echo "# kvt_num_cmp: unknown operator '${2-}' (${1-} ${2-} ${3-})" >&2
+		return 2
+		;;
+	esac
+	awk -v a="$1" -v b="$3" "BEGIN { exit !(a + 0 $op b + 0) }"
+}
+
+# kvt_calc EXPR NAME=VALUE...: prints the value of the awk expression EXPR
+# over the numbers NAME (an integer as one, else 9 decimals at most), as
+# bc would; prints nothing and returns 2 when a VALUE is not a number or
+# the result is none (a division by zero).
+#     secs=$(kvt_calc 'b - a' a="$t0" b="$t1")
+kvt_calc() {
+	local expr=$1 a vars=() vals=() r
+	shift
+	for a in "$@"; do
+		vars+=(-v "$a")
+		vals+=("${a#*=}")
+	done
+	_kvt_nums "kvt_calc $expr ($*)" "${vals[@]}" || return 2
+	r=$(awk "${vars[@]}" 'BEGIN { r = ('"$expr"')
+		if (r == int(r) && r > -2^53 && r < 2^53) { printf "%.0f\n", r; exit }
+		s = sprintf("%.9f", r); sub(/0+$/, "", s); sub(/\.$/, "", s); print s }') &&
+		_kvt_nums "kvt_calc $expr ($*): the result" "$r" || return 2
+	echo "$r"
+}
+
 # kvt_ratio_at_most NUM DEN LIMIT: prints NUM / DEN (two decimals);
-# whether it is at most LIMIT.
+# whether it is at most LIMIT.  Status 2, nothing printed, when one is not
+# a number or DEN is 0.
 kvt_ratio_at_most() {
+	_kvt_nums "kvt_ratio_at_most ${1-} ${2-} ${3-}" "${1-}" "${2-}" "${3-}" || return 2
+	if kvt_num_cmp "$2" -eq 0; then
+		echo "# kvt_ratio_at_most: $1 over 0 is no ratio" >&2
+		return 2
+	fi
 	awk -v n="$1" -v d="$2" -v l="$3" 'BEGIN { r = n / d; printf "%.2f", r; exit !(r <= l) }'
 }
 

@@ -25,11 +25,12 @@ nf_setup
 # every objects/<ab> of the store, whatever the mounts are doing.
 kvt_two_hosts "$NF1/store" "$NF2/store" reclaim_interval=86400
 
-# nfsd_counts: "COMPOUNDS OPS" the server has served since it started.
+# nfsd_counts: "COMPOUNDS OPS" the server has served since it started;
+# nothing when the server shows no such count.
 nfsd_counts() {
-	awk '$1 == "proc4" { c = $4 }
-	     $1 == "proc4ops" { for (i = 3; i <= NF; i++) o += $i }
-	     END { print c + 0, o + 0 }' /proc/net/rpc/nfsd
+	awk '$1 == "proc4" { c = $4; nc++ }
+	     $1 == "proc4ops" { for (i = 3; i <= NF; i++) o += $i; no++ }
+	     END { if (nc && no) print c, o }' /proc/net/rpc/nfsd
 }
 
 # nfsd_ops: the count of each NFS 4 operation the server has served, one
@@ -55,7 +56,8 @@ nfsd_ops() {
 # server_cost LABEL CMD...: runs CMD, then sets RPCS and OPS to the
 # requests and operations the server served meanwhile, less what the
 # idle mounts send in that time (IDLE_RPCS and IDLE_OPS per second),
-# and DT to the seconds it took.
+# and DT to the seconds it took; RPCS and OPS are empty when the server
+# showed no count.
 IDLE_RPCS=0 IDLE_OPS=0
 server_cost() {
 	local label=$1 t0 t1 c0 o0 c1 o1
@@ -66,10 +68,13 @@ server_cost() {
 	"$@" >>"$T/bench.log" 2>&1 || { RPCS= OPS=; return 1; }
 	t1=$(date +%s.%N)
 	read -r c1 o1 < <(nfsd_counts)
-	DT=$(echo "$t1 - $t0" | bc -l)
-	RPCS=$(echo "r = $c1 - $c0 - $DT * $IDLE_RPCS; if (r < 0) r = 0; scale = 0; r / 1" | bc -l)
-	OPS=$(echo "r = $o1 - $o0 - $DT * $IDLE_OPS; if (r < 0) r = 0; scale = 0; r / 1" | bc -l)
-	diag "$label: $RPCS requests, $OPS operations ($DT s; raw $((c1 - c0)) and $((o1 - o0)): $(
+	DT=$(kvt_calc 'b - a' a="$t0" b="$t1")
+	# less the idle share, truncated and never below 0, as bc's scale=0 did
+	RPCS=$(kvt_calc '(x = n1 - n0 - dt * idle) < 0 ? 0 : int(x)' \
+		n0="$c0" n1="$c1" dt="$DT" idle="$IDLE_RPCS")
+	OPS=$(kvt_calc '(x = n1 - n0 - dt * idle) < 0 ? 0 : int(x)' \
+		n0="$o0" n1="$o1" dt="$DT" idle="$IDLE_OPS")
+	diag "$label: ${RPCS:-?} requests, ${OPS:-?} operations (${DT:-?} s; raw $(kvt_calc 'b - a' a="$c0" b="$c1") and $(kvt_calc 'b - a' a="$o0" b="$o1"): $(
 		nfsd_ops | paste -d ' ' "$T/ops.before" - | awk '$4 > $2 { printf "%s=%d ", $1, $4 - $2 }')"
 }
 
@@ -77,10 +82,10 @@ server_cost() {
 # after the caches are dropped, as the loads are.
 kvt_drop_caches
 server_cost "idle" sleep 10
-IDLE_RPCS=$(echo "$RPCS / $DT" | bc -l)
-IDLE_OPS=$(echo "$OPS / $DT" | bc -l)
-r=$(printf %.1f "$IDLE_RPCS")
-awk -v r="$IDLE_RPCS" 'BEGIN { exit !(r <= 40) }'
+IDLE_RPCS=$(kvt_calc 'r / dt' r="$RPCS" dt="$DT")
+IDLE_OPS=$(kvt_calc 'r / dt' r="$OPS" dt="$DT")
+r=$(kvt_calc 'int(r * 10 + 0.5) / 10' r="$IDLE_RPCS")
+kvt_num_cmp "$IDLE_RPCS" -le 40
 ok $? "the idle mounts send the server $r requests a second (each looks at the other's staging every second; at most 40)"
 
 BLOCKS=(--blocks 64 --threads 1 --block-size 262144 --quiet)

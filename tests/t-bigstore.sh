@@ -53,8 +53,7 @@ diag "lookup rate, $LOOKUPS distinct names new to the mount: $small_rate/s ($SMA
 
 [ "$big_first" -lt 2000 ]
 ok $? "with $BIG names the first lookup is answered within 2 s of the mount (${big_first} ms)"
-[ -n "$big_rate" ] && [ -n "$small_rate" ] &&
-	awk -v b="$big_rate" -v s="$small_rate" 'BEGIN { exit !(b >= 0.7 * s) }'
+kvt_num_cmp "$big_rate" -ge "$(kvt_calc '0.7 * s' s="$small_rate")"
 ok $? "the lookup rate with $BIG names is that of $SMALL names (>= 0.7 x: $big_rate vs $small_rate per s)"
 
 ok_cmd "look up every one of the $BIG names" "$MKSTORE" lookup "$MNT" $BIG $BIG

@@ -30,29 +30,32 @@ ok $? "the brick counts its operations (gluster volume profile)"
 # brick_ops LABEL CMD...: runs CMD, then sets OPS to the number of
 # operations the brick served meanwhile less what the two idle mounts
 # ask for in that time (IDLE_RATE per second: each looks at the others'
-# staging every second), and logs them by kind.
+# staging every second), and logs them by kind.  OPS is empty when the
+# profile shows no count.
 IDLE_RATE=0
 brick_ops() {
-	local label=$1 t0 t1
+	local label=$1 t0 t1 idle
 	shift
 	"${GL_CLI[@]}" volume profile "$GL_VOL" info clear >/dev/null 2>&1
 	t0=$(date +%s.%N)
 	"$@" >>"$T/bench.log" 2>&1 || { OPS=; return 1; }
 	t1=$(date +%s.%N)
 	"${GL_CLI[@]}" volume profile "$GL_VOL" info cumulative >"$T/profile.out" 2>&1
-	OPS=$(awk -v idle="$(echo "($t1 - $t0) * $IDLE_RATE" | bc -l)" '
+	idle=$(kvt_calc '(b - a) * r' a="$t0" b="$t1" r="$IDLE_RATE")
+	OPS=$(awk -v idle="$idle" '
 		/Cumulative Stats/ { c = 1 }
-		c && $NF ~ /^[A-Z]+$/ && $(NF - 1) ~ /^[0-9]+$/ { n += $(NF - 1) }
-		END { n -= idle; printf "%d\n", n < 0 ? 0 : n }' "$T/profile.out")
-	diag "$label: $OPS brick operations ($(echo "$t1 - $t0" | bc) s; all: $(awk '
+		c && $NF ~ /^[A-Z]+$/ && $(NF - 1) ~ /^[0-9]+$/ { n += $(NF - 1); kinds++ }
+		END { if (!kinds || idle == "") exit 1; n -= idle; printf "%d\n", n < 0 ? 0 : n }' \
+		"$T/profile.out")
+	diag "$label: ${OPS:-no count of} brick operations ($(kvt_calc 'b - a' a="$t0" b="$t1") s; all: $(awk '
 		/Cumulative Stats/ { c = 1 }
 		c && $NF ~ /^[A-Z]+$/ && $(NF - 1) ~ /^[0-9]+$/ { printf "%s=%s ", $NF, $(NF - 1) }' \
 		"$T/profile.out"))"
 }
 
 brick_ops "idle" sleep 3
-IDLE_RATE=$(echo "$OPS / 3" | bc -l)
-[ "$OPS" -lt 300 ]
+IDLE_RATE=$(kvt_calc 'n / 3' n="$OPS")
+kvt_num_cmp "$OPS" -lt 300
 ok $? "the idle mounts ask the brick for $OPS operations in 3 s"
 
 BLOCKS=(--blocks 64 --threads 1 --block-size 262144 --quiet)

@@ -25,6 +25,8 @@ kvt_setup
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 
 gl_setup
+# a point of its own, not a check: gl_setup bails out on any failure and
+# checks each client mount is glusterfs
 ok 0 "GlusterFS volume on $GL_ADDR, mounted twice (two hosts)"
 gl_two_hosts
 th_remote_store FUSE

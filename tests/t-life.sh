@@ -56,7 +56,7 @@ grep -q '^progress: t=[0-9.]* requests=[0-9]* req/s=[0-9.]* .* fds=-1$' "$T/p1.o
 ok $? "plain: progress lines; one file per stored block, in vLLM's layout"
 
 life "$T/p2.out" --dir "$T/p2" "${SMALL[@]}" --blocks 400 --seed 7
-[ "$(field "$T/p2.out" requests)" = "$req" ]
+kvt_num_cmp "$(field "$T/p2.out" requests)" -eq "$req"
 ok $? "plain: the same seed gives the same stream ($req requests, then $(field "$T/p2.out" requests))"
 
 life "$T/p3.out" --dir "$T/p3" "${SMALL[@]}" --duration 3 --json
@@ -93,7 +93,8 @@ ok "$st" "mount: --life --blocks 2000 exits 0"
 ok $? "mount: 0 errors, 0 wrong bytes, $(field "$T/m.out" stored) stored, $(field "$T/m.out" hits) hits loaded"
 rss=$(field "$T/m.out" max_rss_MiB)
 fds=$(field "$T/m.out" max_fds)
-awk -v r="$rss" -v f="$fds" 'BEGIN { exit !(r > 1 && r < 64 && f > 3 && f <= 4096) }'
+kvt_num_cmp "$rss" -gt 1 && kvt_num_cmp "$rss" -lt 64 &&
+	kvt_num_cmp "$fds" -gt 3 && kvt_num_cmp "$fds" -le 4096
 ok $? "mount: the daemon's RSS and fds sampled and bounded (max RSS $rss MiB, max fds $fds)"
 grep -Eq '^progress: .* rss_MiB=[0-9]+\.[0-9] fds=[0-9]+$' "$T/m.out"
 ok $? "mount: progress lines carry the daemon's RSS and fds"
@@ -196,8 +197,8 @@ if [ "${KVT_STRESS:-0}" = 1 ]; then
 	[ -n "$sanitized" ] && rss_cap=1000000 # $sanitized: not kvtierfs's memory
 	[ "$st" = 0 ] && [ "$(field "$T/long.out" errors)" = 0 ] &&
 		[ "$(field "$T/long.out" wrong)" = 0 ] &&
-		awk -v r="$rss" -v c="$rss_cap" -v f="$fds" 'BEGIN { exit !(r < c && f <= 4096) }'
+		kvt_num_cmp "$rss" -lt "$rss_cap" && kvt_num_cmp "$fds" -le 4096
 	ok $? "long life: $(field "$T/long.out" secs) s, $(field "$T/long.out" stored) stored, $(field "$T/long.out" loaded) loaded, $(field "$T/long.out" evicted) evicted, 0 errors, 0 wrong; max RSS $rss MiB (${sanitized:-< 140}), max fds $fds (<= 4096)"
-	echo "# stress: rounds=1 blocks=$(( $(field "$T/long.out" stored) + $(field "$T/long.out" loaded) )) wrong_bytes=$(field "$T/long.out" wrong) lost_acked=- leaked=- errors=$(field "$T/long.out" errors)"
+	echo "# stress: rounds=1 blocks=$(kvt_calc 'a + b' a="$(field "$T/long.out" stored)" b="$(field "$T/long.out" loaded)" || echo -) wrong_bytes=$(field "$T/long.out" wrong) lost_acked=- leaked=- errors=$(field "$T/long.out" errors)"
 	kvt_umount
 fi

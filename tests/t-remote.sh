@@ -20,7 +20,8 @@ loads_and_hashes() {
 	for _ in 1 2 3; do
 		cat "$1/m/b.bin" >/dev/null || return 1
 	done
-	echo "$(($(kvt_stat "$1" loads) - l0)) $(($(kvt_stat "$1" verified) - v0))"
+	echo "$(kvt_calc 'b - a' a="$l0" b="$(kvt_stat "$1" loads)")" \
+		"$(kvt_calc 'b - a' a="$v0" b="$(kvt_stat "$1" verified)")"
 }
 
 REAL=$T/real

@@ -23,10 +23,10 @@ plan 23
 kvt_setup
 
 # delayed_calls: the delayed calls the last daemon made, from the line
-# per rule it logged at exit.
+# per rule it logged at exit; nothing when it logged none.
 delayed_calls() {
 	sed -n 's/^kvtierfs: fault injection: .*: \([0-9]*\) faults in [0-9]* calls$/\1/p' \
-		"$T/.log.part" | awk '{ n += $1 } END { print n + 0 }'
+		"$T/.log.part" | awk '{ n += $1 } END { if (NR) print n }'
 }
 
 # slow_store LABEL CLIENT-ARGS...: mounts with every create, link, rename
@@ -42,16 +42,19 @@ slow_store() {
 	ok_kvclient "$label" "$@"
 	t1=$(date +%s.%N)
 	kvt_umount
-	WALL=$(echo "$t1 - $t0" | bc -l)
-	SERIAL=$(echo "$(delayed_calls) * $DELAY / 1000" | bc -l)
-	diag "$label: $(printf '%.2f' "$WALL") s; $(delayed_calls) delayed calls, $(printf '%.2f' "$SERIAL") s one after another"
+	WALL=$(kvt_calc 'b - a' a="$t0" b="$t1")
+	SERIAL=$(kvt_calc 'n * d / 1000' n="$(delayed_calls)" d=$DELAY)
+	diag "$label: $(printf '%.2f' "${WALL:-nan}") s; $(delayed_calls) delayed calls, $(printf '%.2f' "${SERIAL:-nan}") s one after another"
 }
 
-# at_most_half [STORES]: WALL <= SERIAL / 2, with SERIAL at least the
-# worth of STORES stores (default BLOCKS).
+# at_most_half [STORES]: prints WALL / SERIAL; whether it is at most 0.5,
+# with SERIAL at least the worth of STORES stores (default BLOCKS).
 at_most_half() {
-	awk -v w="$WALL" -v s="$SERIAL" -v min="$(echo "${1:-$BLOCKS} * 6 * $DELAY / 1000" | bc -l)" \
-		'BEGIN { printf "%.2f", w / s; exit !(s >= min && w <= s / 2) }'
+	local st
+	kvt_ratio_at_most "$WALL" "$SERIAL" 0.5
+	st=$?
+	kvt_num_cmp "$SERIAL" -ge "$(kvt_calc 'n * 6 * d / 1000' n="${1:-$BLOCKS}" d=$DELAY)" &&
+		return "$st"
 }
 
 slow_store "$BLOCKS blocks of 64 KiB stored by 16 threads, vLLM style (O_DIRECT)" \
@@ -112,7 +115,7 @@ diag "16 lookups in one directory, each look ${LDELAY} ms: ${secs:-none}"
 set -- $secs
 [ "${2:-0}" = 16 ] && [ -z "${3:-}" ]
 ok $? "16 threads look up LMCache's 16 files: ${2:-0} names, all found"
-awk -v w="${1:-99}" -v d=$LDELAY 'BEGIN { exit !(w <= 16 * d / 1000 / 2) }'
+kvt_num_cmp "${1-}" -le "$(kvt_calc '16 * d / 1000 / 2' d=$LDELAY)"
 ok $? "the lookups overlap: ${1:-?} s, at most half of 16 x $LDELAY ms"
 kvt_umount
 

@@ -38,12 +38,13 @@ present() {
 }
 
 # present_counted DIR: present, and in $looked the lookups that reached
-# the daemon of $MNT meanwhile; $n the count found.
+# the daemon of $MNT meanwhile (empty when the counter could not be
+# read); $n the count found.
 present_counted() {
 	local l0
 	l0=$(kvt_stat "$MNT" lookups)
 	n=$(present "$1")
-	looked=$(( $(kvt_stat "$MNT" lookups) - l0 ))
+	looked=$(kvt_calc 'b - a' a="$l0" b="$(kvt_stat "$MNT" lookups)")
 }
 
 # --- 1. alone: the kernel answers ------------------------------------------
@@ -55,7 +56,7 @@ sleep 2.5
 present_counted "$MNT"
 [ "$n" = $BLOCKS ]
 ok $? "2.5 s later, access() from one thread finds all $BLOCKS ($n)"
-[ "$looked" = 0 ]
+kvt_num_cmp "$looked" -eq 0
 ok $? "... and the kernel answered each itself: $looked lookups reached the daemon"
 # a first miss: one round trip, in a directory that exists or not
 d=$(dirname "$(head -n 1 "$T/paths")")
@@ -164,8 +165,8 @@ kvt_umount
 t1=$(date +%s.%N)
 opens=
 read -r _ opens < <(kvt_fault_counts)
-secs=$(echo "$t1 - $t0" | bc -l)
-[ -n "$opens" ] && awk -v o="$opens" -v s="$secs" 'BEGIN { exit !(o <= s + 2) }'
+secs=$(kvt_calc 'b - a' a="$t0" b="$t1")
+kvt_num_cmp "$opens" -le "$(kvt_calc 's + 2' s="$secs")"
 ok $? "with three other mounts live, the first opened $opens lock files in $(printf %.1f "$secs") s of looks every second (at most one a look)"
 for ((i = 0; i < ${#others[@]}; i += 2)); do
 	kvt_stop "${others[i]}" "${others[i + 1]}"

@@ -366,7 +366,7 @@ done
 ok $r "after a remount the setuid and setgid bits of the files are still set"
 
 r=0
-[ "$(getfattr --only-values -n user.keep "$PUB" 2>/dev/null)" = kept ] &&
+[ -n "$hash" ] && [ "$(getfattr --only-values -n user.keep "$PUB" 2>/dev/null)" = kept ] &&
 	[ "$(getfattr --only-values -n user.keep "$MNT/u1d" 2>/dev/null)" = kept ] &&
 	[ "$(getfattr --only-values -n user.kvtierfs.hash "$PUB" 2>/dev/null)" = "$hash" ] || r=1
 denied "$U1" 022 'setfattr -n user.kvtierfs.verdict -v verified u1d/pub' || r=1

@@ -142,7 +142,7 @@ th_same_bytes() {
 		cp "$T/same" "$K1/same/b$i.tmp" && mv "$K1/same/b$i.tmp" "$K1/same/b$i" || break
 	done
 	[ "$i" = "$n" ]
-	ok $? "host A stores $n blocks of the same bytes ($i stored, $(($(kvt_stat "$K1" dedups) - d0)) sharing an object)"
+	ok $? "host A stores $n blocks of the same bytes ($i stored, $(kvt_calc 'b - a' a="$d0" b="$(kvt_stat "$K1" dedups)") sharing an object)"
 	for ((i = 0; i < n; i++)); do
 		cmp -s "$T/same" "$K2/same/b$i" || bad=$((bad + 1))
 	done
