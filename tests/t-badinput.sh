@@ -4,6 +4,7 @@
 # nothing and leaves the lower directory unchanged; a refused option is
 # named on that line.  ENOSPC on the lower
 # disk fails that store with ENOSPC and publishes nothing.
+# kvt-kind: faults
 . "$(dirname "$0")/lib.sh"
 
 SIZE=$((2 << 20))

@@ -3,6 +3,7 @@
 # on a plain directory and on a mount, stores of present blocks skipped,
 # --check failing on a damaged and on a short block (plain) and on a damaged
 # lower object (mount), bad usage, and one quick round of scripts/bench.
+# kvt-kind: clients
 . "$(dirname "$0")/lib.sh"
 
 : "${KVTIERFS_BENCH:=$top_builddir/src/kvtierfs-bench}"

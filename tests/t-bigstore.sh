@@ -8,6 +8,7 @@
 #
 # KVT_BIG_NAMES (default 20000) sets the size of the large store; the
 # figures for one million names are in docs/performance.md.
+# kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
 BIG=${KVT_BIG_NAMES:-20000}

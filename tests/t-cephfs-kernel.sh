@@ -4,6 +4,7 @@
 # tap device, and tests/cephfs-kernel-inner.sh runs in a virtual machine
 # on Debian's kernel (tests/vm.sh), since this machine's kernel has no
 # CephFS.  Its TAP output is this file's.
+# kvt-kind: vm
 # kvt-timeout: 1200
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cephfs.sh"

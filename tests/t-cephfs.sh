@@ -9,6 +9,7 @@
 # and purges it, both miss it after; a truncation misses on both; both
 # hosts renaming versions over the same names while reading them read only
 # whole versions, with no ENOENT; kvtierfs-fsck finds the store clean.
+# kvt-kind: remote
 # kvt-timeout: 600
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cephfs.sh"

@@ -14,6 +14,7 @@
 #
 # KVT_STRESS=1: 10 times the rounds; KVT_CONCURRENCY_ROUNDS=N sets the
 # rounds of the single-mount race (the others follow).
+# kvt-kind: mount
 # kvt-timeout: 600
 . "$(dirname "$0")/lib.sh"
 

@@ -10,6 +10,7 @@
 #     file, right bytes, counted (uncopied) and logged;
 #   - 16 loads at once through 4 daemon threads do not wait for copies
 #     on every thread (the releases that give them back need one).
+# kvt-kind: mount
 # kvt-timeout: 120
 . "$(dirname "$0")/lib.sh"
 

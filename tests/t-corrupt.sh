@@ -13,6 +13,7 @@
 # (dedup), and -o verify=always finding damage done after a verified read,
 # and serving an fd opened before the damage the bytes verified at its
 # open.
+# kvt-kind: faults
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/damage.sh"
 

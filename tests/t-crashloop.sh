@@ -25,6 +25,7 @@
 # back once more.
 #
 # Rounds: 10, or 200 with KVT_STRESS=1; KVT_CRASHLOOP_ROUNDS=N sets them.
+# kvt-kind: faults
 # kvt-timeout: 600
 . "$(dirname "$0")/lib.sh"
 

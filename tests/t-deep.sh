@@ -2,6 +2,7 @@
 # Names deeper than PATH_MAX: a client reaches them one directory at a
 # time, and so do the mount and kvtierfs-fsck, which walks the store by
 # directory handles, never by whole paths.
+# kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
 plan 7

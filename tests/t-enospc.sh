@@ -5,6 +5,7 @@
 # succeeded reads back, nothing leaks (kvtierfs-fsck finds no orphan: a
 # publication that fails takes its new object and anchor back), and
 # stores work again once there is room.
+# kvt-kind: faults
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
 plan 11

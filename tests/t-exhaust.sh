@@ -4,6 +4,7 @@
 # staging.  (glibc loads libgcc_s the first time a thread is cancelled,
 # which libfuse does to its workers at unmount; with no fd left that load
 # failed and the daemon aborted, leaving its staging behind.)
+# kvt-kind: faults
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
 command -v prlimit >/dev/null || bail "prlimit is missing (util-linux)"

@@ -51,6 +51,7 @@
 #   KVT_FAULT_CASES   the cases to run, by name (default: all, as above)
 #   KVT_FAULT_FILES   files written by inplace-write and lookup-eio
 #                     (default 12)
+# kvt-kind: faults
 # kvt-timeout: 600
 . "$(dirname "$0")/lib.sh"
 

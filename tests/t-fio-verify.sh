@@ -25,6 +25,7 @@
 #   KVT_FIO_RUNTIME=600 tests/t-fio-verify.sh
 # (about half an hour); through tests/run give it the time too:
 #   KVT_FIO_RUNTIME=600 KVT_TIMEOUT=2400 tests/run tests/t-fio-verify.sh
+# kvt-kind: clients
 # kvt-timeout: 300
 . "$(dirname "$0")/lib.sh"
 

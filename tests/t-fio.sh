@@ -3,6 +3,7 @@
 # verify=xxhash and read back verified (ioengine=psync), O_DIRECT and
 # buffered; then read back and verified again after close and after a
 # remount.
+# kvt-kind: clients
 . "$(dirname "$0")/lib.sh"
 
 JOBS="$KVT_LIB_DIR/fio"

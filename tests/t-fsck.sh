@@ -7,6 +7,7 @@
 # clean, every intact name reads back and the damaged names are gone.
 # Bad invocations exit 16 (usage) or 8 (operational) with one line on
 # stderr.
+# kvt-kind: faults
 . "$(dirname "$0")/lib.sh"
 
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"

@@ -5,6 +5,7 @@
 # crash, leak, hang or failed harness check; and each run ran for real
 # (thousands of inputs, some coverage), so that a broken harness cannot
 # pass.  Needs clang and libclang-rt-14-dev (scripts/install-deps).
+# kvt-kind: faults
 . "$(dirname "$0")/lib.sh"
 
 targets=(record marker options)

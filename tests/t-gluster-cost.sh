@@ -12,6 +12,7 @@
 # lower calls); a first load 2.12-2.16 times (2.36-2.48 before the O_PATH
 # directories, 2.90-2.94 before a lookup held the names new to it, 3.14
 # before that).
+# kvt-kind: remote
 # kvt-timeout: 300
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/gluster.sh"

@@ -4,6 +4,7 @@
 # file system without RENAME_EXCHANGE, where names change under a hold
 # (src/hold.h).
 # What is checked: tests/twohosts-race.sh.
+# kvt-kind: remote
 # kvt-timeout: 600
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/gluster.sh"

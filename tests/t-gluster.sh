@@ -14,6 +14,7 @@
 # together, and no store fails (GlusterFS loses a directory two clients
 # make at once: kvtierfs makes it again); 120 blocks of the same bytes
 # all store (GlusterFS refuses an inode its 47th link in one directory).
+# kvt-kind: remote
 # kvt-timeout: 600
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/gluster.sh"

@@ -12,6 +12,7 @@
 # The lower disk: bindfs over bindfs, the inner one stopped.  The outer
 # one has taken the daemon's call up and waits for the inner one, so the
 # daemon's thread waits for an answer, not for its call to be read.
+# kvt-kind: faults
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
 command -v bindfs >/dev/null || { echo "1..0 # SKIP bindfs is missing"; exit 0; }

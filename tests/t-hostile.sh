@@ -4,6 +4,7 @@
 # LOWERDIR is ever read, written or removed, and nothing hangs: the mount
 # and kvtierfs-fsck refuse what they cannot use, with a reason, and ignore
 # or report what is not theirs.
+# kvt-kind: faults
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
 plan 25

@@ -6,6 +6,7 @@
 # systemd-analyze verify; make install DESTDIR= and make uninstall leave
 # nothing behind; make distcheck passes (with a few tests: the whole
 # suite runs from the source tree).
+# kvt-kind: mount
 # kvt-timeout: 900
 . "$(dirname "$0")/lib.sh"
 

@@ -2,6 +2,7 @@
 # Interleavings of calls that only timing allows, forced by delaying the
 # daemon's lower calls (KVT_FAULTS, src/fault.h) and watching where the
 # clients wait (/proc/PID/stack).  Each section's comment says the order.
+# kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root

@@ -5,6 +5,7 @@
 # staging/ holds nothing of the dead mount (which, right after the kill,
 # held the files that mount had staged).  Twice: vLLM tmp+rename stores
 # (O_DIRECT) and LMCache in-place writes (buffered).
+# kvt-kind: faults
 . "$(dirname "$0")/lib.sh"
 
 SIZE=$((2 << 20))

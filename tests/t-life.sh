@@ -10,6 +10,7 @@
 # used past KVT_LIFE_CAPACITY, default 200000, evicted so that the disk
 # use stays bounded; KVT_LIFE_BLOCKS new blocks end it sooner), 0 errors,
 # 0 wrong bytes, RSS and fds bounded; the unmount.
+# kvt-kind: clients
 . "$(dirname "$0")/lib.sh"
 
 : "${KVTIERFS_BENCH:=$top_builddir/src/kvtierfs-bench}"

@@ -5,6 +5,7 @@
 # reads a large directory with READDIRPLUS first and plain READDIR after,
 # so both carry it.  A directory kept open and rewound (rewinddir, as an
 # evictor walking the tree again does) lists the names as they are then.
+# kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
 plan 17

@@ -4,6 +4,7 @@
 # open(O_RDONLY) probe plus utimensat(atime=NOW, mtime=OMIT); loads read the
 # tail at non-zero offsets.  Its evictor needs st_atime to move on reads,
 # unlink + rmdir to work, and statvfs to show the space coming back.
+# kvt-kind: clients
 . "$(dirname "$0")/lib.sh"
 
 BLOCKS=32

@@ -5,6 +5,7 @@
 # is ENOENT or one whole version, never part of one.  Publishing at close
 # must be done when close() returns.  Its other backend writes <name>.tmp
 # and os.replace()s it.
+# kvt-kind: clients
 . "$(dirname "$0")/lib.sh"
 
 KEYS=16

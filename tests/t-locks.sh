@@ -8,6 +8,7 @@
 # wrong order against FORGET: every daemon thread then waited forever.
 # Each round is bounded by the hang guard (lib.sh); with
 # --enable-lock-checks a wrong order aborts the daemon at once.
+# kvt-kind: faults
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
 plan 10

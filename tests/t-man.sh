@@ -3,6 +3,7 @@
 # groff -ww find nothing to say about any of them, and the options that
 # kvtierfs-fsck, kvtierfs-bench and kvtierfs-stat list in --help are the ones their man
 # pages document (kvtierfs's own: t-options.sh).
+# kvt-kind: unit
 . "$(dirname "$0")/lib.sh"
 
 plan 8

@@ -13,6 +13,7 @@
 # this mount's client, shows what POSIX shows of it.  At the end
 # kvtierfs-fsck finds nothing left over.
 # (The races of many writers on two mounts: t-concurrency.sh.)
+# kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"

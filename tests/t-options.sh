@@ -4,6 +4,7 @@
 # kvtierfs; values at the edges of their ranges mount; allow_other brings
 # default_permissions, fsname= names the source; auto_unmount takes the
 # mount of a killed daemon away.  (Refused values: t-badinput.sh.)
+# kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root

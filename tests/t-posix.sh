@@ -5,6 +5,7 @@
 # and directories (kept across a remount), mkdir and rmdir, unlink of an
 # open file, truncate, O_APPEND, sparse writes, symbolic links and special
 # files, and the clear answer for what kvtierfs refuses (link: EPERM).
+# kvt-kind: clients
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
 plan 41

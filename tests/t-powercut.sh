@@ -30,6 +30,7 @@
 # past 300 s for more than five).  Each round prints one line per cut: blocks
 # acknowledged, blocks checked, wrong bytes, synced acknowledged blocks
 # lost (never allowed), unsynced ones lost (allowed), orphans reported.
+# kvt-kind: faults
 # kvt-timeout: 300
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/powercut.sh"

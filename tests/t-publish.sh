@@ -6,6 +6,7 @@
 #  - a rename that fails with ENOSPC leaves the temp file intact, and the
 #    same rename once there is room publishes it whole, also across a
 #    remount.
+# kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
 plan 18

@@ -4,6 +4,7 @@
 # read is one complete version, and once published a name never vanishes
 # (rename over an existing name is atomic).  Old versions replaced by a
 # rename must not stay behind in the lower store.
+# kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
 NAMES=4

@@ -30,6 +30,7 @@
 #    next waits 7.2 s, not the 0.1 s of reclaim_interval.
 #
 # KVT_STRESS=1: 20 catches in part 2 instead of 3 (KVT_RECLAIM_CATCHES=N).
+# kvt-kind: faults
 . "$(dirname "$0")/lib.sh"
 
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"

@@ -4,6 +4,7 @@
 # bindfs stands for one) size and times do not prove an object's bytes
 # unchanged, so every open for reading hashes; on a local disk an object
 # is hashed once a mount.  verify=once and verify=always override it.
+# kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root

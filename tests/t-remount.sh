@@ -3,6 +3,7 @@
 # every stored block reads back identical, client temp files that were
 # written and closed but never renamed are gone, and staging/ holds nothing
 # of the old mount.  Two mounts may share one lower directory.
+# kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
 BLOCKS=64

@@ -9,6 +9,7 @@
 #
 # KVT_SCALE_BLOCKS sets the number of blocks: 100000, or 1000000 with
 # KVT_STRESS=1 (scripts/stress; about 8 minutes of stores here).
+# kvt-kind: mount
 # kvt-timeout: 900
 . "$(dirname "$0")/lib.sh"
 

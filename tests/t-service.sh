@@ -6,6 +6,7 @@
 # when the machine has none), where a purge line is read back; systemd's
 # READY=1 and STOPPING=1 reach NOTIFY_SOCKET; -o log_level filters, -d
 # names the paths of changes; the source column is the store's path.
+# kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root

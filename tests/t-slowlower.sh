@@ -13,6 +13,7 @@
 # And lookups: 16 threads looking up the names of one directory, each
 # look at a lower name delayed, overlap too (they looked under the
 # directory's lock, one after another: 4.2 s where they now take 0.3 s).
+# kvt-kind: mount
 # kvt-timeout: 300
 . "$(dirname "$0")/lib.sh"
 

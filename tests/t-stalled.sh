@@ -7,6 +7,7 @@
 # the root, names the kernel still has cached.  Once the lower disk
 # answers again every waiting call completes with the right bytes and the
 # mount unmounts cleanly.  KVT_STRESS=1: more rounds of stop and go.
+# kvt-kind: faults
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
 command -v bindfs >/dev/null || { echo "1..0 # SKIP bindfs is missing"; exit 0; }

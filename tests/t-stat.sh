@@ -4,6 +4,7 @@
 # purge); --watch samples until SIGINT and shows rates; a directory that
 # is not a kvtierfs mount, and usage errors, get their exit statuses; a
 # remount starts the counters again, as the man page says.
+# kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root

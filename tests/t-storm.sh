@@ -9,6 +9,7 @@
 # open), once while unmounted (found at lookup), and once with 16 threads
 # loading the same block at once (one purge per name, however many loads
 # race to find it).
+# kvt-kind: faults
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/damage.sh"
 

@@ -20,6 +20,7 @@
 #     lock of one other mount, not of each (on a network file system each
 #     is a few round trips, and N hosts looking at all the others made N²
 #     of them a second).
+# kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root

@@ -3,6 +3,7 @@
 # than one readdir reply, du, df, getfattr/setfattr.  Client
 # xattrs (user.vllm.kv_crc32c) set by path and by fd on a temp file follow
 # it across the rename and survive a remount.
+# kvt-kind: clients
 . "$(dirname "$0")/lib.sh"
 
 BLOCKS=8

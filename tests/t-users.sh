@@ -20,6 +20,7 @@
 #    xattrs, and the sticky bit of a 1777 directory guards its names;
 #  - nobody, root included, can set or remove a user.kvtierfs.* name,
 #    while the owner's own user.* names work.
+# kvt-kind: mount
 # shellcheck disable=SC2016 # the users' scripts expand in their own sh
 . "$(dirname "$0")/lib.sh"
 

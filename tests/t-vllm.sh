@@ -2,6 +2,7 @@
 # vLLM fs tier: store (O_DIRECT probe, tmp+rename, one write per block) and
 # load (access, O_DIRECT open, one read), 16+16 threads, 512 x 2 MiB, then
 # the same buffered on a fresh mount; kvtierfs xattrs of a stored block.
+# kvt-kind: clients
 . "$(dirname "$0")/lib.sh"
 
 BLOCKS=512
