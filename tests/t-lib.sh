@@ -4,6 +4,7 @@
 # operand (status 2 and a line saying so), where awk and bash's
 # arithmetic take it for 0 and a check would pass on a command that
 # printed nothing; and each answers right on real numbers.  No mount.
+# kvt-kind: unit
 . "$(dirname "$0")/lib.sh"
 
 plan 29

@@ -11,6 +11,7 @@
 # empty regular file, silently.  cp -a sets times on the open file before
 # the close that publishes it; git's index keeps inode numbers and ctimes.
 # kvt-timeout: 600
+# kvt-kind: clients
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
 plan 24
