@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../src/fault.h"
-#include "../src/store-int.h"
-#include "../src/verify.h"
+#include "fault.h"
+#include "store-int.h"
+#include "verify.h"
 #include "unit.h"
 
 static const char *top;

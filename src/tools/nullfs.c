@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 		dprintf(ready_fd, "ready %d\n", getpid());
 		close(ready_fd);
 	}
-	/* The loop kvtierfs runs (src/main.c): threads kept while idle. */
+	/* The loop kvtierfs runs (src/daemon/main.c): threads kept while idle. */
 	loop = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(loop, 64);
 	ret = fuse_session_loop_mt(se, loop);
