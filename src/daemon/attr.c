@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "handle.h"
 #include "ops.h"
 #include "resolve.h"
 #include "version.h"

@@ -10,7 +10,7 @@
 #include <fcntl.h>
 #include <string.h>
 
-#include "forget.h"
+#include "handle.h"
 #include "io.h"
 #include "lowerr.h"
 #include "memcopy.h"
@@ -18,96 +18,13 @@
 #include "purge.h"
 #include "receive.h"
 #include "resolve.h"
+#include "special.h"
 #include "splice.h"
 #include "version.h"
 
 /* Reads refresh the record's atime at most this often (an evictor reads
  * it; rewriting it on every load would cost a lower metadata write). */
 #define ATIME_REFRESH_SEC 10
-
-struct kvt_handle {
-	struct kvt_live live;
-	int fd;                /* readers: object bytes */
-	struct kvt_record rec; /* readers of an object: which one (no xattrs) */
-	guint purges;          /* the inode's purge count at open */
-	struct kvt_stage *rstage; /* readers of an unpublished file */
-	struct kvt_stage *wstage; /* writers: the version this handle writes */
-	bool writer;
-	bool cached;           /* counted in cache_readers */
-	bool fresh;            /* in the inode's fresh_writers */
-	struct kvt_copy *copy; /* fd is this verified copy's (memcopy.h) */
-	pid_t opener;          /* the thread that opened it */
-};
-
-static void handle_free(struct kvt_fs *fs, struct kvt_live *l)
-{
-	struct kvt_handle *h = (struct kvt_handle *)l;
-
-	if (h->copy)
-		kvt_copy_put(fs->copies, h->copy);
-	else if (h->fd >= 0)
-		close(h->fd);
-	kvt_stage_unref(h->rstage);
-	kvt_stage_unref(h->wstage);
-	kvt_record_clear(&h->rec);
-	g_free(h);
-}
-
-static struct kvt_handle *handle_new(struct kvt_fs *fs)
-{
-	struct kvt_handle *h = g_new0(struct kvt_handle, 1);
-
-	h->fd = -1;
-	kvt_record_init(&h->rec);
-	kvt_live_add(fs, &h->live, handle_free);
-	return h;
-}
-
-static void handle_close(struct kvt_fs *fs, struct kvt_handle *h)
-{
-	kvt_live_remove(fs, &h->live);
-	handle_free(fs, &h->live);
-}
-
-static struct kvt_handle *handle_of(struct fuse_file_info *fi)
-{
-	return (struct kvt_handle *)(uintptr_t)fi->fh;
-}
-
-struct kvt_stage **kvt_handle_wstage(struct fuse_file_info *fi)
-{
-	struct kvt_handle *h = handle_of(fi);
-
-	return h->writer ? &h->wstage : NULL;
-}
-
-/* @h no longer waits for its open's O_TRUNC (caller holds ino->lock). */
-static void unfresh(struct kvt_inode *ino, struct kvt_handle *h)
-{
-	/* fresh is read without the lock by a write (kvt_op_write) */
-	if (h->fresh) {
-		ino->fresh_writers = g_slist_remove(ino->fresh_writers, h);
-		__atomic_store_n(&h->fresh, false, __ATOMIC_RELAXED);
-	}
-}
-
-struct kvt_stage **kvt_handle_trunc(struct kvt_inode *ino, pid_t pid)
-{
-	struct kvt_stage **wstage = NULL;
-
-	kvt_inode_lock(ino);
-	for (GSList *l = ino->fresh_writers; l; l = l->next) {
-		struct kvt_handle *h = l->data;
-
-		if (h->opener == pid) {
-			unfresh(ino, h);
-			wstage = &h->wstage;
-			break;
-		}
-	}
-	kvt_inode_unlock(ino);
-	return wstage;
-}
 
 static void open_writer(struct kvt_inode *ino, struct fuse_file_info *fi, struct kvt_handle *h,
 			pid_t opener)
@@ -216,7 +133,7 @@ void kvt_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
 	kvt_inode_lock(p);
 	ret = new_local_file(fs, p, pd, name, mode, fuse_req_ctx(req), &ino);
 	if (ret == 0) {
-		h = handle_new(fs);
+		h = kvt_handle_new(fs);
 		kvt_inode_lock(ino);
 		h->wstage = kvt_stage_ref(ino->stage);
 		open_writer(ino, fi, h, 0);
@@ -514,7 +431,7 @@ static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file
 		return ret;
 	if (!may_open(ino, ctx, fi->flags))
 		return -EACCES;
-	h = handle_new(fs);
+	h = kvt_handle_new(fs);
 	/* A writer in place may replace the version between our look at
 	 * the inode and the open of its object: then look again. */
 	for (int attempt = 0; reader && attempt < OPEN_TRIES; attempt++) {
@@ -571,7 +488,7 @@ static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file
 		kvt_inode_ref(ino);
 	kvt_notify(fs, &note, true);
 	if (ret < 0) {
-		handle_close(fs, h);
+		kvt_handle_close(fs, h);
 		return ret;
 	}
 	if (!h->writer) {
@@ -658,7 +575,7 @@ void kvt_op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_inode *ino = kvt_inode_of(fs, n);
-	struct kvt_handle *h = handle_of(fi);
+	struct kvt_handle *h = kvt_handle_of(fi);
 	struct kvt_note note = { 0 };
 	struct kvt_stage *st = NULL;
 	g_autofree char *buf = NULL;
@@ -725,12 +642,12 @@ void kvt_op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size, of
 	int ret;
 
 	struct kvt_inode *ino = kvt_inode_of(fs, n);
-	struct kvt_handle *h = handle_of(fi);
+	struct kvt_handle *h = kvt_handle_of(fi);
 
 	kill_suid(ino, fuse_req_ctx(req));
 	if (__atomic_load_n(&h->fresh, __ATOMIC_RELAXED)) {
 		kvt_inode_lock(ino);
-		unfresh(ino, h);
+		kvt_handle_unfresh(ino, h);
 		kvt_inode_unlock(ino);
 	}
 	ret = kvt_version_for_write(fs, ino, &h->wstage, &st, NULL);
@@ -762,7 +679,7 @@ void kvt_op_flush(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 
-	fuse_reply_err(req, -publish_own(fs, kvt_inode_of(fs, n), handle_of(fi)));
+	fuse_reply_err(req, -publish_own(fs, kvt_inode_of(fs, n), kvt_handle_of(fi)));
 }
 
 /* The published version of @ino made durable (publish.c says what that
@@ -791,7 +708,7 @@ void kvt_op_fsync(fuse_req_t req, fuse_ino_t n, int datasync, struct fuse_file_i
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_inode *ino = kvt_inode_of(fs, n);
-	int ret = publish_own(fs, ino, handle_of(fi));
+	int ret = publish_own(fs, ino, kvt_handle_of(fi));
 
 	if (ret == 0)
 		ret = sync_published(fs, ino);
@@ -817,15 +734,15 @@ void kvt_op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_inode *ino = kvt_inode_of(fs, n);
-	struct kvt_handle *h = handle_of(fi);
+	struct kvt_handle *h = kvt_handle_of(fi);
 
 	kvt_inode_lock(ino);
 	if (h->writer)
 		ino->writers--;
-	unfresh(ino, h);
+	kvt_handle_unfresh(ino, h);
 	if (h->cached && --ino->cache_readers == 0)
 		g_cond_broadcast(&ino->published); /* kvt_version_room */
 	kvt_inode_unlock(ino);
-	handle_close(fs, h);
+	kvt_handle_close(fs, h);
 	fuse_reply_err(req, 0);
 }

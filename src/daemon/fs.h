@@ -1,18 +1,26 @@
-/* One mount: what every FUSE operation shares.  Operations are grouped
- * by concern:
+/* One mount: what every FUSE operation shares.  The callback files, by
+ * the operations they answer, find the inode, call the store and reply;
+ * they call down, never each other:
  *
- *   resolve.c    lookup, getattr, statfs: names resolved, sizes checked
+ *   lookup.c     lookup, forget, getattr, statfs
  *   attr.c       setattr
- *   forget.c     the kernel's lookup counts, forget, the bound on them
  *   file.c       open, read, write, flush, fsync(dir), release, create, mknod
- *   version.c    versions of a file being written, and their publication
- *   namespace.c  mkdir, rmdir, unlink, rename
+ *   namespace.c  mkdir, rmdir, unlink, rename, symlink, readlink, link
  *   listing.c    opendir, readdir(plus), releasedir
  *   xattr.c      extended attributes and the verdicts
- *   purge.c      torn names removed; notify.c tells the kernel
  *   ops.c        the operation table, init and destroy
  *
- * Each finds the inode, calls the store (store.h), and replies. */
+ * What two of them share is below them:
+ *
+ *   version.c    versions of a file being written, and their publication
+ *   special.c    symbolic links and special files made
+ *   handle.c     open files' handles
+ *   resolve.c    names resolved, sizes checked, attributes
+ *   purge.c      torn names removed;  share.c: the sharing watch
+ *   inode.c      inodes, the kernel's lookup counts and the bound on them
+ *   notify.c     what the kernel must forget, told it
+ *
+ * and below the daemon, the store (store.h). */
 #pragma once
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
@@ -67,7 +75,7 @@ struct kvt_fs {
 	guint max_inodes;
 
 	/* statfs answers from the last figures while the lower disk does
-	 * not answer (resolve.c): one statvfs at a time goes down. */
+	 * not answer (lookup.c): one statvfs at a time goes down. */
 	GMutex statfs_lock;
 	GCond statfs_done;
 	bool statfs_busy;

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "forget.h"
 #include "ops.h"
 #include "resolve.h"
 

@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "forget.h"
 #include "name.h"
 #include "object.h"
 #include "ops.h"
 #include "resolve.h"
+#include "special.h"
 #include "version.h"
 
 /* A lower directory owned by its maker (the kernel applied the caller's
@@ -109,56 +109,6 @@ void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	kvt_notify(fs, &note, false);
 }
 
-/* A symbolic link or a special file: a record and nothing else, made
- * under @name only if nothing is there.  The reply is the lookup's. */
-static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      struct kvt_record *rec, mode_t mode)
-{
-	struct kvt_fs *fs = kvt_fs_of(req);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct kvt_inode *p = kvt_inode_of(fs, parent), *child;
-	struct kvt_meta meta = { .mode = mode & 07777 };
-	g_autoptr(kvt_dir) pd = NULL;
-	struct kvt_note note = { 0 };
-	struct fuse_entry_param e;
-	int ret = strlen(name) > NAME_MAX ? -ENAMETOOLONG : kvt_inode_dir_to_make(fs, p, &pd);
-
-	if (ret == 0) {
-		kvt_new_owner(fs, pd, ctx, &meta.uid, &meta.gid);
-		kvt_inode_lock(p);
-		child = g_hash_table_lookup(p->children, name);
-		/* A file being written here has no lower entry yet. */
-		ret = child && kvt_inode_is_local(child) ? -EEXIST :
-		      kvt_name_create(fs->store, pd, name, rec, &meta);
-		kvt_inode_unlock(p);
-	}
-	if (ret == 0)
-		ret = kvt_do_lookup(fs, p, pd, name, &e, &note);
-	if (ret < 0)
-		fuse_reply_err(req, -ret);
-	else
-		fuse_reply_entry(req, &e);
-	kvt_notify(fs, &note, false);
-	kvt_record_clear(rec);
-}
-
-void kvt_make_special(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		      dev_t rdev)
-{
-	struct kvt_record rec;
-	int kind = kvt_kind_of_mode(mode);
-
-	if (kind <= KVT_KIND_FILE) {
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
-	kvt_record_init(&rec);
-	rec.kind = kind;
-	if (kind == KVT_KIND_CHR || kind == KVT_KIND_BLK)
-		rec.rdev = rdev;
-	make_node(req, parent, name, &rec, mode);
-}
-
 void kvt_op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
 	struct kvt_record rec;
@@ -171,7 +121,7 @@ void kvt_op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const
 	rec.kind = KVT_KIND_SYMLINK;
 	rec.target = g_strdup(target);
 	rec.size = strlen(target);
-	make_node(req, parent, name, &rec, 0777);
+	kvt_make_node(req, parent, name, &rec, 0777);
 }
 
 void kvt_op_readlink(fuse_req_t req, fuse_ino_t n)

@@ -4,7 +4,6 @@
  * connection ends). */
 #include "ops.h"
 
-#include "forget.h"
 #include "inode.h"
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)

@@ -3,16 +3,15 @@
 #pragma once
 #include "fs.h"
 
-/* resolve.c */
+/* lookup.c */
 void kvt_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void kvt_op_forget(fuse_req_t req, fuse_ino_t n, uint64_t nlookup);
+void kvt_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
 void kvt_op_getattr(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi);
 void kvt_op_statfs(fuse_req_t req, fuse_ino_t n);
 /* attr.c */
 void kvt_op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_set,
 		    struct fuse_file_info *fi);
-/* forget.c */
-void kvt_op_forget(fuse_req_t req, fuse_ino_t n, uint64_t nlookup);
-void kvt_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
 /* file.c */
 void kvt_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		   struct fuse_file_info *fi);
@@ -26,12 +25,7 @@ void kvt_op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size, of
 void kvt_op_flush(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi);
 void kvt_op_fsync(fuse_req_t req, fuse_ino_t n, int datasync, struct fuse_file_info *fi);
 void kvt_op_release(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi);
-/* The version a handle writes (NULL for a reader's handle). */
-struct kvt_stage **kvt_handle_wstage(struct fuse_file_info *fi);
-/* For a truncate without a handle from thread @pid: the version of the
- * handle of @ino that thread opened for writing and has not written
- * through yet (its open's O_TRUNC), or NULL (a truncate by path). */
-struct kvt_stage **kvt_handle_trunc(struct kvt_inode *ino, pid_t pid);
+void kvt_op_fsyncdir(fuse_req_t req, fuse_ino_t n, int datasync, struct fuse_file_info *fi);
 /* namespace.c */
 void kvt_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
 void kvt_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
@@ -41,9 +35,6 @@ void kvt_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 void kvt_op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name);
 void kvt_op_readlink(fuse_req_t req, fuse_ino_t n);
 void kvt_op_link(fuse_req_t req, fuse_ino_t n, fuse_ino_t newparent, const char *newname);
-/* mknod of a FIFO, socket or device node (file.c makes regular files). */
-void kvt_make_special(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		      dev_t rdev);
 /* listing.c */
 void kvt_op_opendir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi);
 void kvt_op_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
@@ -51,7 +42,6 @@ void kvt_op_readdir(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 void kvt_op_readdirplus(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 			struct fuse_file_info *fi);
 void kvt_op_releasedir(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi);
-void kvt_op_fsyncdir(fuse_req_t req, fuse_ino_t n, int datasync, struct fuse_file_info *fi);
 /* xattr.c */
 void kvt_op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name, size_t size);
 void kvt_op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name, const char *value,

@@ -67,7 +67,7 @@ static int fanout_dir(struct kvt_store *s, const kvt_hash *h, bool create,
 		if (ret == -ENOENT && create) {
 			ret = kvt_dir_mkdir(s->layout.objects, name, 0755);
 			/* A directory removed by hand since the mount:
-			 * durable too, as kvt_objects_prepare makes them. */
+			 * durable too, as the store's open makes them. */
 			if (ret == 0)
 				ret = kvt_dir_sync(s->layout.objects);
 			if (ret == 0 || ret == -EEXIST)
@@ -78,24 +78,6 @@ static int fanout_dir(struct kvt_store *s, const kvt_hash *h, bool create,
 		*out = kvt_dir_ref(*slot);
 	g_mutex_unlock(&s->fanout_lock);
 	return ret;
-}
-
-int kvt_objects_prepare(struct kvt_store *s)
-{
-	bool made = false;
-
-	for (int i = 0; i < KVT_FANOUT; i++) {
-		char name[3];
-		int ret;
-
-		g_snprintf(name, sizeof(name), "%02x", i);
-		ret = kvt_dir_mkdir(s->layout.objects, name, 0755);
-		if (ret == 0)
-			made = true;
-		else if (ret != -EEXIST)
-			return ret;
-	}
-	return made ? kvt_dir_sync(s->layout.objects) : 0;
 }
 
 char *kvt_object_path(const struct kvt_record *rec)

@@ -51,10 +51,6 @@ void kvt_object_fanout(const kvt_hash *h, char out[3]);
 bool kvt_object_is_fanout(const char *name);
 char *kvt_object_anchor_name(const kvt_hash *h);
 char *kvt_object_ref_name(const struct kvt_record *rec);
-/* Makes every missing fan-out directory, durably (once in a store's
- * life): a sync of an object's links then needs its fan-out directory
- * only, and no store waits for a sync of objects/. */
-int kvt_objects_prepare(struct kvt_store *s);
 /* Parses an anchor or reference name found in fan-out directory @fanout. */
 bool kvt_object_parse_name(const char *fanout, const char *name, kvt_hash *h,
 			   bool *is_ref);

@@ -116,34 +116,6 @@ static const char WHY_OLD_MOUNT[] = "a mount that does not mark its moves (an ol
 static const char WHY_DEEP[] = "names/ is nested deeper than 256 directories";
 static const char WHY_STOPPED[] = "stopped";
 
-/* ------------------------------------------------------------ moves */
-
-int kvt_store_move_begin(struct kvt_store *s, char **marker)
-{
-	g_autofree char *name = g_strdup_printf(
-		"%s.%" G_GINT64_MODIFIER "x", kvt_store_token(s),
-		(guint64)__atomic_fetch_add(&s->seq, 1, __ATOMIC_RELAXED));
-	kvt_autofd fd = kvt_dir_open_file(s->layout.moves, name, O_WRONLY | O_CREAT | O_EXCL,
-					  0600, NULL);
-
-	if (fd < 0)
-		return fd;
-	*marker = g_steal_pointer(&name);
-	return 0;
-}
-
-void kvt_store_move_end(struct kvt_store *s, char *marker)
-{
-	int ret = kvt_dir_unlink(s->layout.moves, marker);
-
-	/* A marker that stays stops every pass until this mount is gone:
-	 * safe, and said. */
-	if (ret < 0 && ret != -ENOENT)
-		g_warning("%s/%s: %s: reclamation waits for this mount to end", KVT_MOVES,
-			  marker, g_strerror(-ret));
-	g_free(marker);
-}
-
 /* ------------------------------------------------------------ filter */
 
 struct filter {

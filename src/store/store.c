@@ -1,6 +1,8 @@
 /* Opening and closing one mount's store: the layout, this mount's
- * staging directory and its lock, the staging left by dead mounts. */
-#include "object.h"
+ * staging directory and its lock, the staging left by dead mounts.  And
+ * what the store's modules take from it (store-int.h): names unique in
+ * the mount, reference ids, and the markers of moves in moves/ (why they
+ * exist: the top of reclaim.c). */
 #include "store-int.h"
 
 #include <errno.h>
@@ -110,6 +112,27 @@ static int probe_renames(struct kvt_store *s)
 	return ret;
 }
 
+/* Makes every missing fan-out directory of objects/, durably (once in a
+ * store's life): a sync of an object's links then needs its fan-out
+ * directory only, and no store waits for a sync of objects/. */
+static int prepare_objects(struct kvt_store *s)
+{
+	bool made = false;
+
+	for (int i = 0; i < KVT_FANOUT; i++) {
+		char name[3];
+		int ret;
+
+		g_snprintf(name, sizeof(name), "%02x", i);
+		ret = kvt_dir_mkdir(s->layout.objects, name, 0755);
+		if (ret == 0)
+			made = true;
+		else if (ret != -EEXIST)
+			return ret;
+	}
+	return made ? kvt_dir_sync(s->layout.objects) : 0;
+}
+
 /* The one line that says why the store cannot be opened. */
 static void open_failed(GError **err, const char *lowerdir, const char *what, int ret)
 {
@@ -131,7 +154,7 @@ struct kvt_store *kvt_store_open(const char *lowerdir, GError **err)
 		open_failed(err, lowerdir, "not writable", ret);
 		goto fail;
 	}
-	ret = kvt_objects_prepare(s);
+	ret = prepare_objects(s);
 	if (ret < 0) {
 		open_failed(err, lowerdir, "cannot create objects/", ret);
 		goto fail;
@@ -235,4 +258,30 @@ void kvt_store_new_ref(struct kvt_store *s, char ref[KVT_REF_MAX])
 	/* The mount's random token and a sequence number. */
 	g_snprintf(ref, KVT_REF_MAX, "%.8s%" G_GINT64_MODIFIER "x", kvt_store_token(s),
 		   (guint64)__atomic_fetch_add(&s->seq, 1, __ATOMIC_RELAXED));
+}
+
+int kvt_store_move_begin(struct kvt_store *s, char **marker)
+{
+	g_autofree char *name = g_strdup_printf(
+		"%s.%" G_GINT64_MODIFIER "x", kvt_store_token(s),
+		(guint64)__atomic_fetch_add(&s->seq, 1, __ATOMIC_RELAXED));
+	kvt_autofd fd = kvt_dir_open_file(s->layout.moves, name, O_WRONLY | O_CREAT | O_EXCL,
+					  0600, NULL);
+
+	if (fd < 0)
+		return fd;
+	*marker = g_steal_pointer(&name);
+	return 0;
+}
+
+void kvt_store_move_end(struct kvt_store *s, char *marker)
+{
+	int ret = kvt_dir_unlink(s->layout.moves, marker);
+
+	/* A marker that stays stops every pass until this mount is gone:
+	 * safe, and said. */
+	if (ret < 0 && ret != -ENOENT)
+		g_warning("%s/%s: %s: reclamation waits for this mount to end", KVT_MOVES,
+			  marker, g_strerror(-ret));
+	g_free(marker);
 }
