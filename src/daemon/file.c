@@ -538,7 +538,8 @@ static ssize_t read_object(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *
 	/* A read of several requests must fail at its first one: the kernel
 	 * returns what the earlier ones got when a later one fails.  A
 	 * verified copy holds the whole object: nothing to look at. */
-	if (want && !h->copy && fstat(h->fd, &st) == 0 && (uint64_t)st.st_size < h->rec.size) {
+	if (want && !h->copy && kvt_file_stat(h->fd, NULL, &st) == 0 &&
+	    (uint64_t)st.st_size < h->rec.size) {
 		torn.found_size = st.st_size;
 		kvt_purge_inode(fs, ino, &h->rec, &torn, note);
 		return -EIO;

@@ -17,7 +17,7 @@ static const char *const op_names[KVT_FAULT_NOPS] = {
 	[KVT_FAULT_RENAME] = "rename",   [KVT_FAULT_SETATTR] = "setattr",
 	[KVT_FAULT_SYNC] = "sync",       [KVT_FAULT_LIST] = "list",
 	[KVT_FAULT_READ] = "read",       [KVT_FAULT_SERVE] = "serve",
-	[KVT_FAULT_WRITE] = "write",
+	[KVT_FAULT_WRITE] = "write",     [KVT_FAULT_LOCK] = "lock",
 };
 #define OP_ANY KVT_FAULT_NOPS
 

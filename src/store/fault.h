@@ -1,14 +1,15 @@
 /* The door's fault layer: lower errors injected on purpose, for tests.
  *
  * Inert unless the daemon starts with KVT_FAULTS in its environment.  Then
- * every call of the door (lower.c), and the few system calls that read,
- * write or sync lower files by fd (stage.c, name.c, verify.c, object.c,
- * publish.c, layout.c; file.c for reads served to a client), first asks
- * kvt_fault(); a rule that fires makes the call fail with its errno, as
- * the lower file system would, before anything is done.  Off, the cost is
- * one predictable branch on a global flag.  Nothing is logged per fault
- * but at debug level (-d); the daemon logs the rules as a warning at
- * start and how often each fired when it exits.
+ * every call of the door (lower.c), those on a file open by fd among them,
+ * and the few system calls that read or write a lower file's bytes
+ * (stage.c, name.c, verify.c, layout.c; file.c for reads served to a
+ * client), first asks kvt_fault(); a rule that fires makes the call fail
+ * with its errno, as the lower file system would, before anything is
+ * done.  Off, the cost is one predictable branch on a global flag.
+ * Nothing is logged per fault but at debug level (-d); the daemon logs
+ * the rules as a warning at start and how often each fired when it
+ * exits.
  *
  * KVT_FAULTS is a comma-separated list of rules, and optionally a seed:
  *
@@ -16,7 +17,7 @@
  *
  * A rule is OP:ERRNO[:COND]...
  *   OP     open create opendir stat mkdir rmdir unlink link rename setattr
- *          sync list read serve write, or any
+ *          sync list read serve write lock, or any
  *   ERRNO  a name (EIO, ENOSPC, EDQUOT, EROFS, ...) or a number; or a
  *          delay, <N>ms (1-60000): the call waits N ms, then is made (a
  *          lower file system where each call is a round trip)
@@ -36,7 +37,9 @@
  * The names the ops are asked with:
  *   open create stat mkdir rmdir unlink setattr: the name in its directory
  *     (open: without O_CREAT, create: with; staging files are d.<n>
- *     (versions being written) and n.<n> (records being installed))
+ *     (versions being written) and n.<n> (records being installed)); the
+ *     stat of an open object (a read's size check, its link count when
+ *     it gets its anchor) has no name
  *   opendir: the relative path opened
  *   link rename: either name, from or to (a record is renamed from n.<n>
  *     onto the client's name)
@@ -44,9 +47,13 @@
  *   read: record files (their name), staged files (d.<n>), objects read
  *     to verify them (<hash>.<ref>)
  *   serve: objects read to answer a client's read (<hash>.<ref>)
- *   write: staged files (d.<n>), records (n.<n>), the store's marker
- *   sync: object bytes (<hash>.<ref>) and records (their name); the
- *     fsync of a directory has no name */
+ *   write: staged files (d.<n>, a truncation too), records (n.<n>), the
+ *     store's marker
+ *   sync: object bytes (<hash>.<ref>), staged files (d.<n>: -o sync),
+ *     records (their name; n.<n> written out before its rename with
+ *     -o sync), the store's marker; the fsync of a directory has no name
+ *   lock: a record held across mounts (its name), a staging directory's
+ *     lock file (lock), the reclaimer's lock on the store's marker */
 #pragma once
 #include <glib.h>
 #include <stdbool.h>
@@ -67,6 +74,7 @@ enum kvt_fault_op {
 	KVT_FAULT_READ,
 	KVT_FAULT_SERVE,
 	KVT_FAULT_WRITE,
+	KVT_FAULT_LOCK,
 	KVT_FAULT_NOPS,
 };
 

@@ -3,22 +3,22 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include "log.h"
 
 /* flock with a deadline: a blocking flock could wait forever on a holder
  * whose host stopped answering (invariant 9). */
-static int lock_until(int fd, gint64 until)
+static int lock_until(int fd, const char *name, gint64 until)
 {
 	gulong pause = 100;
+	int ret;
 
-	while (flock(fd, LOCK_EX | LOCK_NB)) {
-		if (errno == EINTR)
+	while ((ret = kvt_file_lock(fd, name)) < 0) {
+		if (ret == -EINTR)
 			continue;
-		if (errno != EWOULDBLOCK)
-			return -errno;
+		if (ret != -EWOULDBLOCK)
+			return ret;
 		if (g_get_monotonic_time() >= until)
 			return -EBUSY;
 		g_usleep(pause);
@@ -76,7 +76,7 @@ int kvt_hold_record(struct kvt_dir *d, const char *name, struct kvt_dir *aside,
 			continue;
 		if (fd < 0)
 			return fd;
-		ret = lock_until(fd, until);
+		ret = lock_until(fd, name, until);
 		if (ret == -EBADF) {
 			/* NFS makes flock a lock of the whole file, which
 			 * wants a file opened for writing to be exclusive. */
@@ -84,7 +84,7 @@ int kvt_hold_record(struct kvt_dir *d, const char *name, struct kvt_dir *aside,
 			fd = open_held(d, name, aside, alias, O_RDWR, st);
 			if (fd < 0)
 				return fd;
-			ret = lock_until(fd, until);
+			ret = lock_until(fd, name, until);
 		}
 		if (ret == 0)
 			ret = kvt_dir_stat(d, name, &now);

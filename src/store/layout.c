@@ -126,9 +126,8 @@ int kvt_layout_write_marker(struct kvt_dir *root)
 	if (ret == 0 && write(fd, buf, len) != len)
 		ret = errno ? -errno : -EIO;
 	if (ret == 0)
-		ret = kvt_fault(KVT_FAULT_SYNC, KVT_MARKER ".new");
-	if (ret == 0 && fsync(fd))
-		ret = -errno;
+		if (ret == 0)
+		ret = kvt_file_sync(fd, KVT_MARKER ".new");
 	if (ret < 0) {
 		kvt_dir_unlink(root, KVT_MARKER ".new");
 		return ret;
@@ -288,15 +287,13 @@ void kvt_layout_close(struct kvt_layout *l)
  * from @start (0: to its end, however long it grows) taken. */
 static int take_lock(struct kvt_dir *d, const char *name, int oflags, off_t start, off_t len)
 {
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = start,
-			    .l_len = len };
 	int fd = kvt_dir_open_file(d, name, O_RDWR | oflags, 0600, NULL);
+	int ret;
 
 	if (fd < 0)
 		return fd;
-	if (fcntl(fd, F_OFD_SETLK, &fl)) {
-		int ret = errno == EACCES ? -EAGAIN : -errno;
-
+	ret = kvt_file_lock_range(fd, name, start, len);
+	if (ret < 0) {
 		close(fd);
 		return ret;
 	}
@@ -318,7 +315,6 @@ int kvt_layout_lock_reclaimer(struct kvt_layout *l)
 
 int kvt_staging_live(struct kvt_layout *l, const char *name)
 {
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	g_autoptr(kvt_dir) stage = NULL;
 	kvt_autofd fd = -1;
 	int ret = kvt_dir_open(l->staging, name, &stage);
@@ -329,9 +325,7 @@ int kvt_staging_live(struct kvt_layout *l, const char *name)
 	if (fd < 0)
 		/* No lock file: a dead mount's, or one dying at birth. */
 		return fd == -ENOENT ? 0 : fd;
-	if (fcntl(fd, F_OFD_GETLK, &fl))
-		return -errno;
-	return fl.l_type != F_UNLCK;
+	return kvt_file_locked(fd, "lock");
 }
 
 /* Whether every entry of @d is a ".nfs" name: a file NFS keeps linked

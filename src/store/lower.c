@@ -9,6 +9,7 @@
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
@@ -378,6 +379,24 @@ int kvt_dir_rename(struct kvt_dir *from, const char *fname, struct kvt_dir *to,
 	return renameat2(from->fd, fname, to->fd, tname, flags) ? FAIL("rename", fname) : 0;
 }
 
+/* The owner first, then the mode: chown(2) of a regular file takes away
+ * its set-user-ID bit (and a group-executable file's set-group-ID bit),
+ * even when root calls it with the owner it has, so a mode set before
+ * would not be the one asked for. */
+static int attrs_of_fd(int fd, const char *name, unsigned int which, mode_t mode, uid_t uid,
+		       gid_t gid, const struct timespec ts[2])
+{
+	if ((which & (KVT_SET_UID | KVT_SET_GID)) &&
+	    fchown(fd, which & KVT_SET_UID ? uid : (uid_t)-1,
+		   which & KVT_SET_GID ? gid : (gid_t)-1))
+		return FAIL("chown", name);
+	if ((which & KVT_SET_MODE) && fchmod(fd, mode & 07777))
+		return FAIL("chmod", name);
+	if ((which & KVT_SET_TIMES) && futimens(fd, ts))
+		return FAIL("utimens", name);
+	return 0;
+}
+
 static int set_attrs(struct kvt_dir *d, const char *name, unsigned int which, mode_t mode,
 		     uid_t uid, gid_t gid, const struct timespec ts[2])
 {
@@ -397,15 +416,7 @@ static int set_attrs(struct kvt_dir *d, const char *name, unsigned int which, mo
 		if (target < 0)
 			return target;
 	}
-	if ((which & KVT_SET_MODE) && fchmod(target, mode & 07777))
-		return FAIL("chmod", name);
-	if ((which & (KVT_SET_UID | KVT_SET_GID)) &&
-	    fchown(target, which & KVT_SET_UID ? uid : (uid_t)-1,
-		   which & KVT_SET_GID ? gid : (gid_t)-1))
-		return FAIL("chown", name);
-	if ((which & KVT_SET_TIMES) && futimens(target, ts))
-		return FAIL("utimens", name);
-	return 0;
+	return attrs_of_fd(target, name, which, mode, uid, gid, ts);
 }
 
 int kvt_dir_setattr(struct kvt_dir *d, const char *name, unsigned int which,
@@ -430,6 +441,90 @@ int kvt_dir_set_times(struct kvt_dir *d, const char *name, const struct timespec
 	FAULT(KVT_FAULT_SETATTR, name, NULL);
 	return utimensat(d->fd, name, ts, AT_SYMLINK_NOFOLLOW) ? FAIL("utimens", name) : 0;
 }
+
+/* ---------------------------------------------- calls on an open file */
+
+int kvt_file_stat(int fd, const char *name, struct stat *st)
+{
+	FAULT(KVT_FAULT_STAT, name, NULL);
+	return fstat(fd, st) ? FAIL("stat", name) : 0;
+}
+
+int kvt_file_setattr(int fd, const char *name, unsigned int which, mode_t mode, uid_t uid,
+		     gid_t gid, const struct timespec ts[2])
+{
+	FAULT(KVT_FAULT_SETATTR, name, NULL);
+	return attrs_of_fd(fd, name, which, mode, uid, gid, ts);
+}
+
+int kvt_file_truncate(int fd, const char *name, off_t size)
+{
+	FAULT(KVT_FAULT_WRITE, name, NULL);
+	return ftruncate(fd, size) ? FAIL("truncate", name) : 0;
+}
+
+int kvt_file_sync(int fd, const char *name)
+{
+	FAULT(KVT_FAULT_SYNC, name, NULL);
+	return fsync(fd) ? FAIL("fsync", name) : 0;
+}
+
+int kvt_file_datasync(int fd, const char *name)
+{
+	FAULT(KVT_FAULT_SYNC, name, NULL);
+	return fdatasync(fd) ? FAIL("fdatasync", name) : 0;
+}
+
+int kvt_file_write_out(int fd, const char *name)
+{
+	FAULT(KVT_FAULT_SYNC, name, NULL);
+	return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+				       SYNC_FILE_RANGE_WAIT_AFTER) ?
+	       FAIL("sync_file_range", name) : 0;
+}
+
+void kvt_file_start_writeback(int fd)
+{
+	sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
+/* A lock another holder has is an answer, not a failure of the lower
+ * file system; so is EBADF, NFS's for a flock of a file not open for
+ * writing (hold.c opens it again then). */
+static int lock_failed(const char *name, int err)
+{
+	return err == EWOULDBLOCK || err == EAGAIN || err == EACCES || err == EINTR ||
+	       err == EBADF ? -err : kvt_lower_failed("lock", name, err);
+}
+
+int kvt_file_lock(int fd, const char *name)
+{
+	FAULT(KVT_FAULT_LOCK, name, NULL);
+	return flock(fd, LOCK_EX | LOCK_NB) ? lock_failed(name, errno) : 0;
+}
+
+int kvt_file_lock_range(int fd, const char *name, off_t start, off_t len)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = start,
+			    .l_len = len };
+
+	FAULT(KVT_FAULT_LOCK, name, NULL);
+	if (fcntl(fd, F_OFD_SETLK, &fl))
+		return errno == EACCES ? -EAGAIN : lock_failed(name, errno);
+	return 0;
+}
+
+int kvt_file_locked(int fd, const char *name)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	FAULT(KVT_FAULT_LOCK, name, NULL);
+	if (fcntl(fd, F_OFD_GETLK, &fl))
+		return lock_failed(name, errno);
+	return fl.l_type != F_UNLCK;
+}
+
+/* ---------------------------------------------------------------------- */
 
 int kvt_dir_sync(struct kvt_dir *d)
 {

@@ -115,6 +115,38 @@ int kvt_dir_setattr(struct kvt_dir *d, const char *name, unsigned int which,
  * link): one call, where kvt_dir_setattr opens the file first. */
 int kvt_dir_set_times(struct kvt_dir *d, const char *name, const struct timespec ts[2]);
 
+/* Calls on a lower file open at @fd (kvt_dir_open_file): each checks its
+ * fault point first, as every call of the door does.  @name is the file's
+ * name in its directory, what a fault rule matches and a failure's log
+ * line says (NULL where the caller has none: no name= rule matches). */
+/* fstat(2); fault op stat. */
+int kvt_file_stat(int fd, const char *name, struct stat *st);
+/* kvt_dir_setattr's fields on the open file; fault op setattr. */
+int kvt_file_setattr(int fd, const char *name, unsigned int which, mode_t mode, uid_t uid,
+		     gid_t gid, const struct timespec ts[2]);
+/* ftruncate(2); fault op write. */
+int kvt_file_truncate(int fd, const char *name, off_t size);
+/* fsync(2), fdatasync(2); fault op sync. */
+int kvt_file_sync(int fd, const char *name);
+int kvt_file_datasync(int fd, const char *name);
+/* The file's bytes written out and waited for (sync_file_range(2)): on a
+ * journaling file system they are in the running transaction, but no
+ * commit is waited for; fault op sync. */
+int kvt_file_write_out(int fd, const char *name);
+/* Starts writing the file's bytes out and waits for nothing: a hint,
+ * whose failure changes nothing, so no fault point either. */
+void kvt_file_start_writeback(int fd);
+/* An exclusive flock(2), tried once: 0, or -EWOULDBLOCK while another
+ * holds it; fault op lock. */
+int kvt_file_lock(int fd, const char *name);
+/* An open file description's write lock on @len bytes from @start (0: to
+ * the end, however long the file grows): 0, or -EAGAIN while another
+ * holds one; fault op lock. */
+int kvt_file_lock_range(int fd, const char *name, off_t start, off_t len);
+/* Whether another open file description holds a write lock on the file:
+ * 1, 0, or -errno; fault op lock. */
+int kvt_file_locked(int fd, const char *name);
+
 /* Flushes the directory's entries to stable storage. */
 int kvt_dir_sync(struct kvt_dir *d);
 /* Flushes @d and every directory above it up to @top, @top included:

@@ -158,37 +158,31 @@ int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
 	ret = kvt_fault(KVT_FAULT_WRITE, name);
 	if (ret == 0 && write(fd, body->str, body->len) != (ssize_t)body->len)
 		ret = errno ? -errno : -ENOSPC;
-	if (ret == 0)
-		ret = kvt_fault(KVT_FAULT_SETATTR, name);
-	/* The owner first, then the mode: chown(2) of a regular file takes
-	 * away its set-user-ID bit (and a group-executable file's
-	 * set-group-ID bit), even when root calls it with the owner it has,
-	 * so a mode set before would not be the record's.  Each is set only
-	 * if the new file does not have it already: on a network file
+	/* The owner first, then the mode (kvt_file_setattr).  Each is set
+	 * only if the new file does not have it already: on a network file
 	 * system every call is a round trip to the server. */
 	chown_it = st.st_uid != meta->uid || st.st_gid != meta->gid;
-	if (ret == 0 && chown_it && fchown(fd, meta->uid, meta->gid))
-		ret = -errno;
-	if (ret == 0 && (chown_it || (st.st_mode & 07777) != (meta->mode & 07777)) &&
-	    fchmod(fd, meta->mode & 07777))
-		ret = -errno;
-	if (ret == 0 && meta->set_times && futimens(fd, ts))
-		ret = -errno;
-	if (ret == 0 && sync && sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE |
-					 SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER))
+	if (ret == 0)
+		ret = kvt_file_setattr(fd, name,
+				       (chown_it ? KVT_SET_UID | KVT_SET_GID : 0) |
+				       (chown_it || (st.st_mode & 07777) != (meta->mode & 07777) ?
+					KVT_SET_MODE : 0) |
+				       (meta->set_times ? KVT_SET_TIMES : 0),
+				       meta->mode, meta->uid, meta->gid, ts);
+	if (ret == 0 && sync)
 		/* Written, and allocated in the journal's running transaction,
 		 * before the rename that follows: a journaling file system
 		 * commits them first.  No commit is waited for here, under
 		 * the caller's locks; kvt_store_sync_published makes it
 		 * durable. */
-		ret = -errno;
+		ret = kvt_file_write_out(fd, name);
 	else if (ret == 0 && !sync)
 		/* Not durable, but on its way: written back now, the record's
 		 * bytes reach the disk before its rename does on a journaling
 		 * file system in ordered mode (ext4's default), and a power cut
 		 * leaves the name with its record, not with an empty file (a
 		 * block lost whose object is intact).  Best effort. */
-		sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+		kvt_file_start_writeback(fd);
 	if (ret < 0) {
 		kvt_dir_unlink(s->stage, name);
 		return ret;

@@ -256,7 +256,7 @@ static bool ref_left(struct kvt_store *s, struct kvt_dir *fan, const char *ref, 
 		return kvt_dir_stat(fan, ref, &st) != -ENOENT;
 	/* The anchor and the reference (or a reference another mount
 	 * linked to the anchor meanwhile: its release looks again). */
-	return fstat(fd, &st) != 0 || st.st_nlink > 1;
+	return kvt_file_stat(fd, NULL, &st) != 0 || st.st_nlink > 1;
 }
 
 void kvt_object_anchor(struct kvt_store *s, const struct kvt_record *rec, int fd)
@@ -313,14 +313,14 @@ int kvt_object_sync_links(struct kvt_store *s, const struct kvt_record *rec)
 int kvt_object_sync(struct kvt_store *s, const struct kvt_record *rec)
 {
 	kvt_autofd fd = kvt_object_open(s, rec, O_RDONLY, NULL);
+	g_autofree char *ref = NULL;
 	int ret;
 
 	if (fd < 0)
 		return fd;
-	ret = kvt_object_fault(KVT_FAULT_SYNC, rec);
+	ref = kvt_object_ref_name(rec);
+	ret = kvt_file_datasync(fd, ref);
 	if (ret < 0)
 		return ret;
-	if (fdatasync(fd))
-		return -errno;
 	return kvt_object_sync_links(s, rec);
 }

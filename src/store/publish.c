@@ -113,8 +113,8 @@ static int sync_bytes(struct kvt_store *s, struct kvt_stage *st, bool dedup,
 {
 	if (dedup)
 		return kvt_object_sync(s, rec);
-	if (!kvt_stage_durable(st) && fdatasync(st->fd))
-		return -errno;
+	if (!kvt_stage_durable(st))
+		return kvt_file_datasync(st->fd, st->name);
 	return 0;
 }
 
@@ -292,11 +292,9 @@ int kvt_store_sync_name(struct kvt_store *s, struct kvt_dir *d, const char *name
 	fd = kvt_dir_open_file(d, name, O_RDONLY, 0, NULL);
 	if (fd < 0)
 		return fd;
-	ret = kvt_fault(KVT_FAULT_SYNC, name);
+	ret = kvt_file_sync(fd, name);
 	if (ret < 0)
 		return ret;
-	if (fsync(fd))
-		return -errno;
 	return kvt_dir_sync_up(d, s->layout.names);
 }
 
@@ -308,8 +306,9 @@ int kvt_store_sync_published(struct kvt_store *s, struct kvt_dir *d, const char 
 
 	/* Gone or replaced since (an unlink, another publication): what is
 	 * there now is made durable, or nothing. */
-	if (fd >= 0 && fsync(fd))
-		return -errno;
+	ret = fd >= 0 ? kvt_file_sync(fd, name) : 0;
+	if (ret < 0)
+		return ret;
 	if (fd < 0 && fd != -ENOENT)
 		return fd;
 	ret = kvt_object_sync_links(s, rec);
@@ -344,8 +343,8 @@ int kvt_store_sync_dir(struct kvt_store *s, struct kvt_dir *d)
 		if (ret == 0) {
 			kvt_autofd fd = kvt_dir_open_file(d, e->name, O_RDONLY, 0, NULL);
 
-			if (fd >= 0 && fsync(fd))
-				ret = -errno;
+			if (fd >= 0)
+				ret = kvt_file_sync(fd, e->name);
 		}
 		kvt_record_clear(&rec);
 		if (ret < 0)

@@ -232,11 +232,15 @@ static int fs_now(struct kvt_store *s, struct timespec *now)
 {
 	struct stat st;
 	kvt_autofd fd = kvt_dir_open_file(s->stage, CLOCK_FILE, O_WRONLY | O_CREAT, 0600, NULL);
+	int ret;
 
 	if (fd < 0)
 		return fd;
-	if (futimens(fd, NULL) || fstat(fd, &st))
-		return -errno;
+	ret = kvt_file_setattr(fd, CLOCK_FILE, KVT_SET_TIMES, 0, 0, 0, NULL);
+	if (ret == 0)
+		ret = kvt_file_stat(fd, CLOCK_FILE, &st);
+	if (ret < 0)
+		return ret;
 	*now = st.st_ctim;
 	return 0;
 }

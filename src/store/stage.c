@@ -206,13 +206,12 @@ ssize_t kvt_stage_read(struct kvt_stage *st, char *buf, size_t size, off_t off)
 
 int kvt_stage_truncate(struct kvt_stage *st, uint64_t size)
 {
-	int fault = kvt_fault(KVT_FAULT_WRITE, st->name);
+	int ret;
 
-	if (fault)
-		return fault;
 	__atomic_store_n(&st->durable, false, __ATOMIC_RELEASE);
-	if (ftruncate(st->fd, size))
-		return -errno;
+	ret = kvt_file_truncate(st->fd, st->name, size);
+	if (ret < 0)
+		return ret;
 	g_mutex_lock(&st->hash_lock);
 	if (size == 0) {
 		/* A fresh start (O_TRUNC): hash from the beginning again. */
@@ -310,9 +309,8 @@ int kvt_stage_sync(struct kvt_stage *st)
 	/* Exclusive against writers, so that "durable" covers every byte. */
 	g_rw_lock_writer_lock(&st->io);
 	if (kvt_stage_state(st) == KVT_STAGE_OPEN && !kvt_stage_durable(st)) {
-		if (fdatasync(st->fd))
-			ret = -errno;
-		else
+		ret = kvt_file_datasync(st->fd, st->name);
+		if (ret == 0)
 			__atomic_store_n(&st->durable, true, __ATOMIC_RELEASE);
 	}
 	g_rw_lock_writer_unlock(&st->io);

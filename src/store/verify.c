@@ -1,5 +1,6 @@
 #include "verify.h"
 
+#include "lower.h"
 #include "object.h"
 #include "uring.h"
 
@@ -178,7 +179,7 @@ static int verify(struct kvt_verifier *v, int fd, const struct stat *st,
 		 * on the object and goes back as it is. */
 		struct stat now;
 
-		res->found_size = fstat(fd, &now) == 0 ? (uint64_t)now.st_size : 0;
+		res->found_size = kvt_file_stat(fd, NULL, &now) == 0 ? (uint64_t)now.st_size : 0;
 		return -ENODATA;
 	}
 	if (ret < 0)
