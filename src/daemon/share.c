@@ -1,4 +1,7 @@
-/* The sharing watch (share.h). */
+/* The sharing watch: a thread that looks every second whether another
+ * mount uses the store, sets by it how long the kernel may keep names and
+ * attributes, and makes the kernel forget what it holds when one appears
+ * (share.h). */
 #include "share.h"
 
 #include "inode.h"

@@ -1,4 +1,8 @@
-/* Versions being written and their publication (version.h). */
+/* A file's versions as the daemon sees them: which version a writer
+ * writes, when one is published (the rename of its temp name, the first
+ * FLUSH or fsync), and the publication's steps around the inode locks,
+ * prepared, installed and finished or aborted through the store
+ * (publish.h) (version.h). */
 #include "version.h"
 
 #include <errno.h>

@@ -1,4 +1,7 @@
-/* Holding a name's record across mounts (hold.h). */
+/* Holds the record at a name across mounts, where the lower file system
+ * has no RENAME_EXCHANGE: the record file locked (flock, with a deadline)
+ * and checked to be still at the name, so that a step that replaces it
+ * knows exactly which record it replaced (hold.h). */
 #include "hold.h"
 
 #include <errno.h>

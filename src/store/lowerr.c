@@ -1,4 +1,6 @@
-/* Failures of the lower file system (lowerr.h). */
+/* Failures of the lower file system told from a name's answers, counted
+ * (lower_errors) and logged at most one line per kind of call and errno
+ * every 10 s (lowerr.h). */
 #include "lowerr.h"
 
 #include <errno.h>

@@ -1,4 +1,6 @@
-/* The pool of verified copies (memcopy.h). */
+/* Verified copies: memory files that hold the bytes an open hashed, so
+ * that reads are served from what was checked; kept in a pool by size,
+ * within a budget, and given back to the system once idle (memcopy.h). */
 #include "memcopy.h"
 
 #include <fcntl.h>

@@ -1,4 +1,6 @@
-/* Versions being written (stage.h). */
+/* Stages: the staging file of one version being written, its writes
+ * (O_DIRECT where aligned) and the running hash of its bytes, sealed for
+ * its publication and opened again if that fails (stage.h). */
 #include "stage.h"
 
 #include <errno.h>

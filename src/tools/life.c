@@ -1,5 +1,8 @@
 /*
- * kvtierfs-bench --life: a server's requests, not a benchmark's phases.
+ * kvtierfs-bench --life: plays a server's stream of requests against a
+ * directory, and reports what it met (hits, loads, stores, latencies,
+ * progress every interval): a server's requests, not a benchmark's
+ * phases.
  *
  * Prompts come in families (a system prompt, few-shot examples) whose
  * popularity follows a zipf law.  A request is its family's prefix, or

@@ -1,4 +1,4 @@
-/* Small I/O helpers shared by the daemon's modules. */
+/* Small I/O helpers shared by the store and the daemon. */
 #pragma once
 #include <errno.h>
 #include <sys/types.h>
