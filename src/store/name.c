@@ -12,6 +12,7 @@
 #include "io.h"
 #include "log.h"
 #include "object.h"
+#include "store.h"
 #include "store-int.h"
 
 static int read_record_fd(int fd, const char *name, const struct stat *st,

@@ -1,6 +1,12 @@
 /* What the store's own modules share (not for its users). */
 #pragma once
-#include "store.h"
+#include <glib.h>
+#include <stdbool.h>
+
+#include "layout.h"
+#include "lower.h"
+#include "record.h"
+#include "stats.h"
 
 #define KVT_FANOUT 256
 

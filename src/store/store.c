@@ -3,6 +3,7 @@
  * what the store's modules take from it (store-int.h): names unique in
  * the mount, reference ids, and the markers of moves in moves/ (why they
  * exist: the top of reclaim.c). */
+#include "store.h"
 #include "store-int.h"
 
 #include <errno.h>
