@@ -1,5 +1,6 @@
 /* In-memory inode lifetime, the children tables, and each directory's
- * way to its lower directory (inode.h). */
+ * way to its lower directory; the kernel's lookup counts and the bound on
+ * the inodes it holds (inode.h). */
 #include "inode.h"
 
 #include <errno.h>

@@ -195,6 +195,7 @@ struct kvt_inode *kvt_lock_parent(struct kvt_fs *fs, struct kvt_inode *ino,
  * kernel keeps what it looked up until memory runs short, so past
  * -o max_inodes files the oldest names are dropped from its dentry cache
  * (it then forgets them) and the daemon's memory stays bounded. */
+
 /* One more kernel lookup of @ino; caller holds the parent's lock. */
 void kvt_count_lookup(struct kvt_fs *fs, struct kvt_inode *ino);
 /* The kernel gives back @n lookups of @ino. */
