@@ -22,10 +22,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../src/name.h"
-#include "../src/publish.h"
-#include "../src/stage.h"
-#include "../src/store.h"
+#include "name.h"
+#include "publish.h"
+#include "stage.h"
+#include "store.h"
 
 static void content(uint64_t i, uint64_t buf[8], char name[32])
 {

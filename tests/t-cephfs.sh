@@ -2,7 +2,7 @@
 # One store, two hosts, on CephFS: kvtierfs mounts K1 and K2 over two
 # ceph-fuse clients of one single-node Ceph cluster (tests/cephfs.sh), a
 # file system without RENAME_EXCHANGE or RENAME_NOREPLACE through
-# ceph-fuse, where names change under flocks (src/hold.h).  Blocks stored
+# ceph-fuse, where names change under flocks (src/store/hold.h).  Blocks stored
 # through K1 load byte-exact through K2 and back; a byte flipped in the
 # data pool behind both clients (the metadata server hears nothing: size
 # and times stay) is never served: the first host to read it answers EIO

@@ -333,7 +333,7 @@ restore "verify=always, open fd" $HELD_ALWAYS
 
 # an fd opened before a bit flip, which reads on before any other open
 # finds it: its bytes are the ones hashed at its open (a verified copy,
-# src/verify.h), never the flipped one
+# src/store/verify.h), never the flipped one
 hold_ok $COPY "verify=always, open fd, read on"
 dmg_stats "$T/before"
 mark=$(dmg_log_mark)

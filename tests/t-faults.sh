@@ -1,5 +1,5 @@
 #!/bin/bash
-# Injected lower errors (KVT_FAULTS, src/fault.h): the daemon runs with a
+# Injected lower errors (KVT_FAULTS, src/store/fault.h): the daemon runs with a
 # fault layer in its door to the lower disk that fails chosen lower calls,
 # one class of fault per case:
 #   stage-write    the bytes of a block written to staging (EIO)

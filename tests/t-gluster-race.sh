@@ -2,7 +2,7 @@
 # One store, two hosts changing the same names: kvtierfs mounts K1 and K2
 # over two client mounts of one GlusterFS volume (tests/gluster.sh), a
 # file system without RENAME_EXCHANGE, where names change under a hold
-# (src/hold.h).
+# (src/store/hold.h).
 # What is checked: tests/twohosts-race.sh.
 # kvt-kind: remote
 # kvt-timeout: 600

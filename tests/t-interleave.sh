@@ -1,6 +1,6 @@
 #!/bin/bash
 # Interleavings of calls that only timing allows, forced by delaying the
-# daemon's lower calls (KVT_FAULTS, src/fault.h) and watching where the
+# daemon's lower calls (KVT_FAULTS, src/store/fault.h) and watching where the
 # clients wait (/proc/PID/stack).  Each section's comment says the order.
 # kvt-kind: mount
 . "$(dirname "$0")/lib.sh"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# How long the kernel keeps names and attributes (src/share.h), and that
+# How long the kernel keeps names and attributes (src/daemon/share.h), and that
 # it never keeps what the mount changed:
 #  1. a mount alone on its store: blocks stored, then looked up 2.5 s
 #     later (past the old 1 s timeouts) with access() from one thread; no

@@ -17,7 +17,7 @@ ok_kvclient "vllm-store O_DIRECT: $BLOCKS x 2 MiB, 16 threads" \
 	vllm-store --dir "$MNT" --blocks $BLOCKS --size $SIZE --threads 16 --odirect
 
 # Each block is two 1 MiB WRITE requests (max_write), and each arrives
-# page-aligned, so it goes to the lower disk with no copy (src/receive.c);
+# page-aligned, so it goes to the lower disk with no copy (src/daemon/receive.c);
 # the client's O_DIRECT probe writes too.
 n=$(kvt_stat "$MNT" aligned_writes)
 [ "${n:-0}" -ge $((2 * BLOCKS)) ]

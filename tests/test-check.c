@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../src/check.h"
-#include "../src/store.h"
+#include "check.h"
+#include "store.h"
 #include "unit.h"
 
 #define SIZE 65536

@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../src/fault.h"
-#include "../src/store-int.h"
-#include "../src/verify.h"
+#include "fault.h"
+#include "store-int.h"
+#include "verify.h"
 #include "unit.h"
 
 static const char *top;
@@ -241,6 +241,75 @@ static void test_door(void)
 	}
 }
 
+/* The door's calls on an open file: each fails at its fault point, by
+ * its op and the name it is given, before it does anything. */
+static void test_open_file(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("kvt-fault-file-XXXXXX", NULL);
+	g_autoptr(kvt_dir) d = NULL;
+	struct stat st = { 0 };
+	int fd = -1, other = -1;
+	bool good;
+
+	kvt_faults_fini();
+	if (kvt_dir_open_root(dir, &d) == 0)
+		fd = kvt_dir_open_file(d, "f", O_RDWR | O_CREAT | O_EXCL, 0600, NULL);
+	if (fd >= 0)
+		other = kvt_dir_open_file(d, "f", O_RDWR, 0, NULL);
+	ok(fd >= 0 && other >= 0 && write(fd, "abc", 3) == 3,
+	   "a file to call on, opened twice");
+
+	init("stat:EIO:name=f");
+	ok(kvt_file_stat(fd, "f", &st) == -EIO && kvt_file_stat(fd, "g", &st) == 0 &&
+	   st.st_size == 3, "fstat: fault op stat, on the name given");
+	init("stat:EIO:name=*");
+	good = kvt_file_stat(fd, NULL, &st) == 0;
+	init("stat:EIO");
+	ok(good && kvt_file_stat(fd, NULL, &st) == -EIO,
+	   "a call without a name: no name= rule matches it, a rule without one does");
+
+	init("write:ENOSPC:name=f");
+	good = kvt_file_truncate(fd, "f", 1) == -ENOSPC && fstat(fd, &st) == 0 &&
+	       st.st_size == 3;
+	kvt_faults_fini();
+	ok(good && kvt_file_truncate(fd, "f", 1) == 0 && fstat(fd, &st) == 0 && st.st_size == 1,
+	   "ftruncate: fault op write, the file untouched; without it, truncated");
+
+	init("setattr:EPERM:name=f");
+	good = kvt_file_setattr(fd, "f", KVT_SET_MODE, 0640, 0, 0, NULL) == -EPERM &&
+	       fstat(fd, &st) == 0 && (st.st_mode & 07777) == 0600;
+	kvt_faults_fini();
+	ok(good && kvt_file_setattr(fd, "f", KVT_SET_MODE, 0640, 0, 0, NULL) == 0 &&
+	   fstat(fd, &st) == 0 && (st.st_mode & 07777) == 0640,
+	   "owner, mode and times: fault op setattr, nothing changed; without it, changed");
+
+	init("sync:EIO:name=f");
+	good = kvt_file_sync(fd, "f") == -EIO && kvt_file_datasync(fd, "f") == -EIO &&
+	       kvt_file_write_out(fd, "f") == -EIO;
+	kvt_faults_fini();
+	ok(good && kvt_file_sync(fd, "f") == 0 && kvt_file_datasync(fd, "f") == 0 &&
+	   kvt_file_write_out(fd, "f") == 0,
+	   "fsync, fdatasync, sync_file_range: fault op sync; without it, they work");
+
+	init("lock:EIO:name=f");
+	ok(kvt_file_lock(fd, "f") == -EIO && kvt_file_lock_range(fd, "f", 0, 0) == -EIO &&
+	   kvt_file_locked(fd, "f") == -EIO, "flock and the range locks: fault op lock");
+	kvt_faults_fini();
+	ok(kvt_file_lock(fd, "f") == 0 && kvt_file_lock(other, "f") == -EWOULDBLOCK &&
+	   kvt_file_lock_range(fd, "f", 0, 0) == 0 && kvt_file_locked(other, "f") == 1 &&
+	   kvt_file_lock_range(other, "f", 0, 0) == -EAGAIN,
+	   "without it, a lock held is an answer to the other file description, not a failure");
+	if (fd >= 0)
+		close(fd);
+	if (other >= 0)
+		close(other);
+	{
+		g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", dir);
+
+		ok(system(cmd) == 0, "cleanup of the open file's directory");
+	}
+}
+
 static void test_store(struct kvt_store *s)
 {
 	g_autofree char *stage_rel = g_build_filename("staging", s->mount_id, NULL);
@@ -345,12 +414,13 @@ int main(void)
 	g_autoptr(GError) err = NULL;
 	struct kvt_store *s;
 
-	printf("1..40\n");
+	printf("1..49\n");
 	top = dir;
 	test_parse();
 	test_when();
 	test_threads();
 	test_door();
+	test_open_file();
 	s = kvt_store_open(top, &err);
 	ok(s != NULL, "a store is created");
 	if (!s)

@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../src/dircache.h"
-#include "../src/layout.h"
-#include "../src/lower.h"
+#include "dircache.h"
+#include "layout.h"
+#include "lower.h"
 #include "unit.h"
 
 static char *path_in(const char *top, const char *rel)

@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../src/check.h"
-#include "../src/fault.h"
-#include "../src/store-int.h"
+#include "check.h"
+#include "fault.h"
+#include "store-int.h"
 #include "unit.h"
 
 #define LEN (64u << 10)

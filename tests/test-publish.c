@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../src/store-int.h"
+#include "store-int.h"
 #include "unit.h"
 
 static const char *top;

@@ -1,4 +1,4 @@
-/* src/receive.c: requests read from a pipe (one message at a time, as
+/* src/daemon/receive.c: requests read from a pipe (one message at a time, as
  * /dev/fuse gives them) into a buffer laid out as libfuse's: a WRITE's
  * bytes land page-aligned and are found by the pointer libfuse passes on;
  * every other request, a WRITE of another layout, and a buffer with no
@@ -14,7 +14,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "../src/receive.h"
+#include "receive.h"
 
 #define HEADERS (sizeof(struct fuse_in_header) + sizeof(struct fuse_write_in))
 #define MAX_WRITE (1u << 20)

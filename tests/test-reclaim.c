@@ -15,11 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../src/check.h"
-#include "../src/layout.h"
-#include "../src/log.h"
-#include "../src/reclaim.h"
-#include "../src/store-int.h"
+#include "check.h"
+#include "layout.h"
+#include "log.h"
+#include "reclaim.h"
+#include "store-int.h"
 #include "unit.h"
 
 #define SIZE 4096

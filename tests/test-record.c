@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../src/record.h"
+#include "record.h"
 
 #define THREADS 16
 #define ROUNDS 2000

@@ -12,7 +12,7 @@
 #include <xxhash.h>
 #include <xxh_x86dispatch.h>
 
-#include "../src/store-int.h"
+#include "store-int.h"
 #include "unit.h"
 
 static int count_files(const char *dir)

@@ -14,13 +14,13 @@
 #define XXH_DISPATCH_DISABLE_REPLACE
 #include <xxh_x86dispatch.h>
 
-#include "../src/memcopy.h"
-#include "../src/pool.h"
-#include "../src/stats.h"
-#include "../src/store.h"
+#include "memcopy.h"
+#include "pool.h"
+#include "stats.h"
+#include "store.h"
 #include "unit.h"
-#include "../src/uring.h"
-#include "../src/verify.h"
+#include "uring.h"
+#include "verify.h"
 
 /* The store's directory. */
 static const char *top;

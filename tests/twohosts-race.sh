@@ -7,7 +7,7 @@
 # host B's, both mounted with reclaim=0: a reclamation pass would remove
 # what a race leaked, which the fsck at the end is to find.  22 test
 # points.  Both hosts run on a file system without
-# RENAME_EXCHANGE, where names change under a hold (src/hold.h).
+# RENAME_EXCHANGE, where names change under a hold (src/store/hold.h).
 #   - A version of another size that host A puts at a name host B has
 #     just read: B reads one whole version, never the new bytes cut at the
 #     old size its kernel keeps.

@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../src/name.h"
-#include "../src/object.h"
-#include "../src/publish.h"
-#include "../src/stage.h"
-#include "../src/store.h"
+#include "name.h"
+#include "object.h"
+#include "publish.h"
+#include "stage.h"
+#include "store.h"
 
 static int n_test;
 static int n_fail;

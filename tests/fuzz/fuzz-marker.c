@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/layout.h"
+#include "layout.h"
 
 #define expect(cond)                                                        \
 	do {                                                                \

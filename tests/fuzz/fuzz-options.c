@@ -1,4 +1,4 @@
-/* libFuzzer target: the daemon's command line (src/options.c, through
+/* libFuzzer target: the daemon's command line (src/daemon/options.c, through
  * libfuse's fuse_opt).  The input is split at newlines into argv[1..]:
  *
  *   -o
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/options.h"
+#include "options.h"
 
 #define MAX_ARGS 256
 

@@ -1,4 +1,4 @@
-/* libFuzzer target: name records (src/record.h).
+/* libFuzzer target: name records (src/store/record.h).
  *
  * Whatever kvt_record_parse() accepts must encode and parse back equal,
  * and encode again to the same bytes; whatever it refuses is -EBADMSG with
@@ -14,7 +14,7 @@
 #include <xxhash.h>
 #include <xxh_x86dispatch.h>
 
-#include "../../src/record.h"
+#include "record.h"
 
 #define expect(cond)                                                        \
 	do {                                                                \

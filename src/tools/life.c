@@ -1,0 +1,643 @@
+/*
+ * kvtierfs-bench --life: plays a server's stream of requests against a
+ * directory, and reports what it met (hits, loads, stores, latencies,
+ * progress every interval): a server's requests, not a benchmark's
+ * phases.
+ *
+ * Prompts come in families (a system prompt, few-shot examples) whose
+ * popularity follows a zipf law.  A request is its family's prefix, or
+ * half the time the family's last conversation, followed by a few blocks
+ * of its own.  Block keys are a chain, each the mix of the one before and
+ * its tokens, as vLLM hashes a token prefix: shared prefixes share names.
+ *
+ * For each request one thread (vLLM's lookup thread) calls access() on the
+ * blocks in order until the first miss; the hits go to a pool of loaders
+ * (every byte checked), the rest to a pool of storers (tmp + rename),
+ * unless a store of that block is already on its way.  Requests run ahead
+ * of their loads and stores by a bounded number of blocks, as a server's
+ * scheduler does.  With --capacity the stream keeps that many blocks and
+ * unlinks the least recently used past it, as a server's evictor keeps
+ * its tier's size.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "life.h"
+#include "benchio.h"
+#include <dirent.h>
+#include <errno.h>
+#include <glib.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CHAIN 128          /* blocks of one request at most */
+#define PREFIX_MIN 2           /* blocks of a family's prefix */
+#define PREFIX_MAX 32
+#define SUFFIX_MIN 1           /* blocks of a request's own part */
+#define SUFFIX_MAX 8
+#define CONTINUE_PCT 50        /* requests that continue a conversation */
+#define INFLIGHT_PER_THREAD 4  /* blocks queued or running per worker */
+#define HSUB 16                /* histogram buckets per power of two */
+#define HBUCKETS (64 * HSUB)
+
+/* Log-linear histogram of nanoseconds: 6% resolution, fixed size. */
+struct hist {
+	uint64_t n, max;
+	uint64_t c[HBUCKETS];
+};
+
+struct family {
+	unsigned prefix_len, conv_len;
+	bool prefix_used;              /* its prefix blocks are not new */
+	uint64_t conv[MAX_CHAIN];      /* the last request's chain */
+};
+
+/* One progress line's figures. */
+struct sample {
+	double t, req_s, store_gbs, load_gbs, p50_us, p99_us, rss_mib;
+	uint64_t requests, stored, loaded, errors, wrong;
+	long fds;
+};
+
+/* What one worker thread keeps between jobs. */
+struct tls {
+	unsigned char *load_buf, *store_buf;
+	uint64_t tmp_suffix;
+};
+
+static const struct life_opts *L;
+static struct bio_tally t_lookup = { .label = "life lookup" };
+static struct bio_tally t_load = { .label = "life load" };
+static struct bio_tally t_store = { .label = "life store" };
+static atomic_uint_fast64_t g_inflight;
+static GMutex g_lock;
+static GCond g_drained;         /* a job finished */
+/* Keys queued or being stored (under g_lock): a server stores a block
+ * once, not again while its first store is on its way. */
+static GHashTable *g_pending;
+/* --capacity: the blocks kept, least recently used first, under g_lock.  A
+ * block a request found is pinned until its load is done, and is never
+ * the one evicted, so that no load meets its own block's eviction. */
+struct kept {
+	uint64_t key;
+	unsigned pins;
+	GList link;
+};
+static GQueue g_lru = G_QUEUE_INIT;
+static GHashTable *g_kept;
+static struct bio_tally t_evict = { .label = "life evict" };
+static atomic_uint_fast64_t g_evicted;
+
+static void tls_free(gpointer p)
+{
+	struct tls *t = p;
+
+	free(t->load_buf);
+	free(t->store_buf);
+	g_free(t);
+}
+
+static GPrivate g_tls = G_PRIVATE_INIT(tls_free);
+
+/* This thread's buffers; a loader needs one to read into, a storer one
+ * holding the pattern. */
+static struct tls *tls_get(bool storer)
+{
+	struct tls *t = g_private_get(&g_tls);
+
+	if (!t) {
+		t = g_new0(struct tls, 1);
+		if (storer)
+			t->store_buf = bio_block_buffer();
+		else
+			t->load_buf = bio_alloc_aligned(BIO.block_size);
+		t->tmp_suffix = bio_tmp_suffix();
+		g_private_set(&g_tls, t);
+	}
+	return t;
+}
+
+/* ------------------------------------------------------------------ */
+/* histograms                                                         */
+
+static unsigned hist_index(uint64_t v)
+{
+	unsigned e;
+
+	if (v < HSUB)
+		return (unsigned)v;
+	e = 63u - (unsigned)__builtin_clzll(v);
+	return (e - 3) * HSUB + (unsigned)((v >> (e - 4)) & (HSUB - 1));
+}
+
+/* The middle of bucket i. */
+static uint64_t hist_value(unsigned i)
+{
+	unsigned e = i / HSUB + 3;
+
+	if (i < HSUB)
+		return i;
+	return ((uint64_t)(HSUB + i % HSUB) << (e - 4)) + ((1ULL << (e - 4)) >> 1);
+}
+
+static void hist_add(struct hist *h, uint64_t v)
+{
+	h->c[hist_index(v)]++;
+	h->n++;
+	if (v > h->max)
+		h->max = v;
+}
+
+/* Nearest-rank percentile p of h, in microseconds. */
+static double hist_pct_us(const struct hist *h, unsigned p)
+{
+	uint64_t rank = (h->n * p + 99) / 100, seen = 0;
+
+	if (!h->n)
+		return 0;
+	for (unsigned i = 0; i < HBUCKETS; i++) {
+		seen += h->c[i];
+		if (seen >= (rank ? rank : 1))
+			return (double)MIN(hist_value(i), h->max) / 1e3;
+	}
+	return (double)h->max / 1e3;
+}
+
+/* ------------------------------------------------------------------ */
+/* the daemon's resources                                             */
+
+static double proc_rss_mib(int pid)
+{
+	char path[64], line[256];
+	double mib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long kb;
+
+		if (sscanf(line, "VmRSS: %lu kB", &kb) == 1) {
+			mib = (double)kb / 1024;
+			break;
+		}
+	}
+	fclose(f);
+	return mib;
+}
+
+static long proc_fds(int pid)
+{
+	char path[64];
+	struct dirent *d;
+	long n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	dir = opendir(path);
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir)))
+		if (d->d_name[0] != '.')
+			n++;
+	closedir(dir);
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* the workers                                                        */
+
+static void job_done(const uint64_t *stored_key)
+{
+	g_mutex_lock(&g_lock);
+	if (stored_key)
+		g_hash_table_remove(g_pending, stored_key);
+	atomic_fetch_sub(&g_inflight, 1);
+	g_cond_signal(&g_drained);
+	g_mutex_unlock(&g_lock);
+}
+
+/* Pins @key if it is kept (a use: it goes to the end of the queue). */
+static bool kept_pin(uint64_t key)
+{
+	struct kept *k;
+
+	g_mutex_lock(&g_lock);
+	k = g_hash_table_lookup(g_kept, &key);
+	if (k) {
+		k->pins++;
+		g_queue_unlink(&g_lru, &k->link);
+		g_queue_push_tail_link(&g_lru, &k->link);
+	}
+	g_mutex_unlock(&g_lock);
+	return k != NULL;
+}
+
+static void kept_unpin(uint64_t key)
+{
+	struct kept *k;
+
+	g_mutex_lock(&g_lock);
+	k = g_hash_table_lookup(g_kept, &key);
+	g_assert(k && k->pins);
+	k->pins--;
+	g_mutex_unlock(&g_lock);
+}
+
+/* A store of @key is done (@stored, or skipped as already there): keep
+ * it, and unlink the least recently used unpinned blocks past --capacity.
+ * The unlinks happen under the lock, so that no request finds a block
+ * kept that is on its way out; and a skipped store may have seen a block
+ * this stream evicted since, so that one is kept only if it is there. */
+static void keep(uint64_t key, bool stored)
+{
+	char path[PATH_MAX];
+	struct kept *k;
+
+	bio_block_path(path, sizeof(path), key);
+	g_mutex_lock(&g_lock);
+	if (!g_hash_table_contains(g_kept, &key) && (stored || access(path, F_OK) == 0)) {
+		k = g_new0(struct kept, 1);
+		k->key = key;
+		k->link.data = k;
+		g_hash_table_insert(g_kept, &k->key, k);
+		g_queue_push_tail_link(&g_lru, &k->link);
+	}
+	for (guint turns = g_lru.length; g_hash_table_size(g_kept) > L->capacity && turns;
+	     turns--) {
+		k = g_lru.head->data;
+		g_queue_unlink(&g_lru, &k->link);
+		if (k->pins) {
+			g_queue_push_tail_link(&g_lru, &k->link);
+			continue;
+		}
+		bio_block_path(path, sizeof(path), k->key);
+		if (unlink(path) < 0)
+			bio_fail(&t_evict, path, "unlink: %s", strerror(errno));
+		else
+			atomic_fetch_add(&g_evicted, 1);
+		g_hash_table_remove(g_kept, &k->key);
+	}
+	g_mutex_unlock(&g_lock);
+}
+
+/* data: the key, and whether the lookup pinned it */
+static void load_job(gpointer data, gpointer user)
+{
+	uint64_t key = ((uint64_t *)data)[0];
+	bool pinned = ((uint64_t *)data)[1];
+	char path[PATH_MAX];
+
+	(void)user;
+	g_free(data);
+	bio_block_path(path, sizeof(path), key);
+	bio_load_checked(&t_load, tls_get(false)->load_buf, path, key);
+	if (pinned)
+		kept_unpin(key);
+	job_done(NULL);
+}
+
+static void store_job(gpointer data, gpointer user)
+{
+	uint64_t key = *(uint64_t *)data;
+	struct tls *t = tls_get(true);
+	char path[PATH_MAX], tmp[PATH_MAX + 32];
+	int stored;
+
+	(void)user;
+	bio_block_path(path, sizeof(path), key);
+	snprintf(tmp, sizeof(tmp), "%s_%" PRIu64 ".tmp", path, t->tmp_suffix);
+	bio_fill_block(t->store_buf, key);
+	stored = bio_store(&t_store, t->store_buf, path, tmp);
+	if (stored >= 0 && L->capacity)
+		keep(key, stored == 1);
+	job_done(data);         /* the pending set owns data */
+}
+
+/* ------------------------------------------------------------------ */
+/* the stream                                                         */
+
+struct life {
+	GRand *rand;
+	double *zipf_cdf;
+	struct family *fam;
+	GThreadPool *loads, *stores;
+	uint64_t requests, new_blocks, hits;     /* new_blocks: distinct keys made */
+	struct hist lookup, lookup_iv;  /* whole run, this interval */
+	gint64 t0, next_report;
+	struct sample last;
+	GArray *series;
+	double max_rss;
+	long max_fds;
+};
+
+static uint64_t chain_next(uint64_t prev, uint64_t token)
+{
+	return bio_mix64(prev * 0x9e3779b97f4a7c15ULL ^ bio_mix64(token));
+}
+
+static unsigned pick_family(struct life *s)
+{
+	double u = g_rand_double(s->rand);
+	unsigned lo = 0, hi = L->families - 1;
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+
+		if (s->zipf_cdf[mid] < u)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The keys of the next request, into chain; returns their number. */
+static unsigned next_request(struct life *s, uint64_t *chain)
+{
+	unsigned f = pick_family(s);
+	struct family *fm = &s->fam[f];
+	unsigned own = (unsigned)g_rand_int_range(s->rand, SUFFIX_MIN, SUFFIX_MAX + 1);
+	unsigned n = 0;
+
+	if (fm->conv_len && fm->conv_len + own <= MAX_CHAIN &&
+	    g_rand_int_range(s->rand, 0, 100) < CONTINUE_PCT) {
+		n = fm->conv_len;
+		memcpy(chain, fm->conv, n * sizeof(*chain));
+	} else {
+		uint64_t k = bio_mix64(L->seed ^ ((uint64_t)f << 32));
+
+		for (; n < fm->prefix_len; n++)
+			chain[n] = k = chain_next(k, ((uint64_t)f << 32) | n);
+		if (!fm->prefix_used)
+			s->new_blocks += fm->prefix_len;
+		fm->prefix_used = true;
+	}
+	s->new_blocks += own;
+	for (unsigned i = 0; i < own; i++, n++)
+		chain[n] = chain_next(chain[n - 1],
+				      bio_mix64(L->seed + s->requests) + i);
+	fm->conv_len = n;
+	memcpy(fm->conv, chain, n * sizeof(*chain));
+	return n;
+}
+
+/* Wrong bytes are counted as load errors too. */
+static uint64_t all_errors(void)
+{
+	return atomic_load(&t_lookup.errors) + atomic_load(&t_load.errors) +
+	       atomic_load(&t_store.errors) + atomic_load(&t_evict.errors);
+}
+
+static double secs_since(gint64 t0)
+{
+	return (double)(g_get_monotonic_time() - t0) / 1e6;
+}
+
+static void report(struct life *s)
+{
+	struct sample x = { .t = secs_since(s->t0) };
+	double dt;
+
+	x.requests = s->requests;
+	x.stored = atomic_load(&t_store.bytes) / BIO.block_size;
+	x.loaded = atomic_load(&t_load.bytes) / BIO.block_size;
+	x.errors = all_errors();
+	x.wrong = atomic_load(&t_load.wrong);
+	x.p50_us = hist_pct_us(&s->lookup_iv, 50);
+	x.p99_us = hist_pct_us(&s->lookup_iv, 99);
+	x.rss_mib = L->pid ? proc_rss_mib(L->pid) : -1;
+	x.fds = L->pid ? proc_fds(L->pid) : -1;
+	dt = x.t - s->last.t;
+	if (dt > 0) {
+		x.req_s = (double)(x.requests - s->last.requests) / dt;
+		x.store_gbs = (double)(x.stored - s->last.stored) *
+			      (double)BIO.block_size / dt / 1e9;
+		x.load_gbs = (double)(x.loaded - s->last.loaded) *
+			     (double)BIO.block_size / dt / 1e9;
+	}
+	s->max_rss = MAX(s->max_rss, x.rss_mib);
+	s->max_fds = MAX(s->max_fds, x.fds);
+	memset(&s->lookup_iv, 0, sizeof(s->lookup_iv));
+	s->last = x;
+	g_array_append_val(s->series, x);
+	if (!L->json) {
+		printf("progress: t=%.1f requests=%" PRIu64 " req/s=%.1f "
+		       "store_GB/s=%.3f load_GB/s=%.3f lookup_p50_us=%.1f "
+		       "lookup_p99_us=%.1f stored=%" PRIu64 " loaded=%" PRIu64
+		       " errors=%" PRIu64 " wrong=%" PRIu64 " rss_MiB=%.1f "
+		       "fds=%ld\n", x.t, x.requests, x.req_s, x.store_gbs,
+		       x.load_gbs, x.p50_us, x.p99_us, x.stored, x.loaded,
+		       x.errors, x.wrong, x.rss_mib, x.fds);
+		fflush(stdout);
+	}
+	s->next_report = g_get_monotonic_time() + (gint64)(L->interval * 1e6);
+}
+
+/* Waits until fewer than limit blocks are queued or running; reports on
+ * time while it waits. */
+static void wait_room(struct life *s, uint64_t limit)
+{
+	g_mutex_lock(&g_lock);
+	while (atomic_load(&g_inflight) >= limit) {
+		if (!g_cond_wait_until(&g_drained, &g_lock, s->next_report)) {
+			g_mutex_unlock(&g_lock);
+			report(s);
+			g_mutex_lock(&g_lock);
+		}
+	}
+	g_mutex_unlock(&g_lock);
+}
+
+/* Queues a load (of a block @pinned or not), or a store unless one of
+ * that key is on its way. */
+static void push(struct life *s, GThreadPool *pool, uint64_t key, bool pinned)
+{
+	uint64_t *job = g_new(uint64_t, 2);
+	GError *err = NULL;
+
+	job[0] = key;
+	job[1] = pinned;
+	wait_room(s, (uint64_t)L->threads * 2 * INFLIGHT_PER_THREAD);
+	g_mutex_lock(&g_lock);
+	if (pool == s->stores) {
+		if (g_hash_table_contains(g_pending, job)) {
+			g_mutex_unlock(&g_lock);
+			g_free(job);
+			return;
+		}
+		g_hash_table_add(g_pending, job);
+	}
+	atomic_fetch_add(&g_inflight, 1);
+	g_mutex_unlock(&g_lock);
+	if (!g_thread_pool_push(pool, job, &err))
+		bio_fatal("thread pool: %s", err->message);
+}
+
+/* One request: lookups in order until the first miss, then loads of the
+ * hits and stores of the rest. */
+static void serve(struct life *s)
+{
+	uint64_t chain[MAX_CHAIN];
+	bool pinned[MAX_CHAIN];
+	char path[PATH_MAX];
+	unsigned n = next_request(s, chain), hits;
+
+	for (hits = 0; hits < n; hits++) {
+		struct timespec t0, t1;
+		int r, e;
+
+		pinned[hits] = L->capacity && kept_pin(chain[hits]);
+		bio_block_path(path, sizeof(path), chain[hits]);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		r = access(path, F_OK);
+		e = errno;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		hist_add(&s->lookup, bio_ns_since(&t0, &t1));
+		hist_add(&s->lookup_iv, bio_ns_since(&t0, &t1));
+		if (r < 0) {
+			if (e != ENOENT)
+				bio_fail(&t_lookup, path, "access: %s", strerror(e));
+			if (pinned[hits])
+				kept_unpin(chain[hits]);
+			break;
+		}
+	}
+	s->hits += hits;
+	for (unsigned i = 0; i < hits; i++)
+		push(s, s->loads, chain[i], pinned[i]);
+	for (unsigned i = hits; i < n; i++)
+		push(s, s->stores, chain[i], false);
+	s->requests++;
+}
+
+static void setup(struct life *s)
+{
+	GError *err = NULL;
+	double sum = 0;
+	guint32 seed[2] = { (guint32)L->seed, (guint32)(L->seed >> 32) };
+
+	s->rand = g_rand_new_with_seed_array(seed, 2);
+	s->zipf_cdf = g_new(double, L->families);
+	s->fam = g_new0(struct family, L->families);
+	for (unsigned f = 0; f < L->families; f++) {
+		sum += 1.0 / pow(f + 1, L->zipf);
+		s->zipf_cdf[f] = sum;
+		s->fam[f].prefix_len = (unsigned)g_rand_int_range(s->rand,
+					PREFIX_MIN, PREFIX_MAX + 1);
+	}
+	for (unsigned f = 0; f < L->families; f++)
+		s->zipf_cdf[f] /= sum;
+	s->series = g_array_new(FALSE, TRUE, sizeof(struct sample));
+	g_pending = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	g_kept = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
+	s->loads = g_thread_pool_new(load_job, NULL, (gint)L->threads, TRUE, &err);
+	if (s->loads)
+		s->stores = g_thread_pool_new(store_job, NULL, (gint)L->threads,
+					      TRUE, &err);
+	if (!s->stores)
+		bio_fatal("thread pool: %s", err->message);
+}
+
+static void summary(struct life *s, double secs)
+{
+	uint64_t stored = atomic_load(&t_store.bytes) / BIO.block_size;
+	uint64_t loaded = atomic_load(&t_load.bytes) / BIO.block_size;
+	uint64_t hits = s->hits;
+	uint64_t errors = all_errors();
+	uint64_t evicted = atomic_load(&g_evicted);
+	double store_gbs = (double)stored * (double)BIO.block_size / secs / 1e9;
+	double load_gbs = (double)loaded * (double)BIO.block_size / secs / 1e9;
+	double req_s = (double)s->requests / secs;
+
+	if (!L->json) {
+		printf("life: secs=%.3f requests=%" PRIu64 " req/s=%.1f lookups=%"
+		       PRIu64 " hits=%" PRIu64 " stored=%" PRIu64 " skipped=%"
+		       PRIu64 " loaded=%" PRIu64 " store_GB/s=%.3f "
+		       "load_GB/s=%.3f lookup_p50_us=%.1f lookup_p99_us=%.1f "
+		       "lookup_max_us=%.1f errors=%" PRIu64 " wrong=%" PRIu64
+		       " max_rss_MiB=%.1f max_fds=%ld evicted=%" PRIu64 "\n", secs,
+		       s->requests, req_s, s->lookup.n, hits, stored,
+		       (uint64_t)atomic_load(&t_store.skipped), loaded,
+		       store_gbs, load_gbs, hist_pct_us(&s->lookup, 50),
+		       hist_pct_us(&s->lookup, 99), (double)s->lookup.max / 1e3,
+		       errors, (uint64_t)atomic_load(&t_load.wrong), s->max_rss,
+		       s->max_fds, evicted);
+		return;
+	}
+	printf("{\"block_size\": %zu, \"threads\": %u, \"families\": %u, "
+	       "\"seed\": %" PRIu64 ",\n \"summary\": {\"secs\": %.3f, "
+	       "\"requests\": %" PRIu64 ", \"req_per_s\": %.1f, "
+	       "\"lookups\": %" PRIu64 ", \"hits\": %" PRIu64 ", "
+	       "\"stored\": %" PRIu64 ", \"skipped\": %" PRIu64 ", "
+	       "\"loaded\": %" PRIu64 ", \"store_GB_per_s\": %.3f, "
+	       "\"load_GB_per_s\": %.3f, \"lookup_p50_us\": %.1f, "
+	       "\"lookup_p99_us\": %.1f, \"lookup_max_us\": %.1f, "
+	       "\"errors\": %" PRIu64 ", \"wrong\": %" PRIu64 ", "
+	       "\"max_rss_MiB\": %.1f, \"max_fds\": %ld, \"evicted\": %" PRIu64
+	       "},\n \"series\": [",
+	       BIO.block_size, L->threads, L->families, L->seed, secs,
+	       s->requests, req_s, s->lookup.n, hits, stored,
+	       (uint64_t)atomic_load(&t_store.skipped), loaded, store_gbs,
+	       load_gbs, hist_pct_us(&s->lookup, 50),
+	       hist_pct_us(&s->lookup, 99), (double)s->lookup.max / 1e3, errors,
+	       (uint64_t)atomic_load(&t_load.wrong), s->max_rss, s->max_fds,
+	       evicted);
+	for (guint i = 0; i < s->series->len; i++) {
+		const struct sample *x = &g_array_index(s->series, struct sample, i);
+
+		printf("%s\n  {\"t\": %.1f, \"requests\": %" PRIu64 ", "
+		       "\"req_per_s\": %.1f, \"store_GB_per_s\": %.3f, "
+		       "\"load_GB_per_s\": %.3f, \"lookup_p50_us\": %.1f, "
+		       "\"lookup_p99_us\": %.1f, \"stored\": %" PRIu64 ", "
+		       "\"loaded\": %" PRIu64 ", \"errors\": %" PRIu64 ", "
+		       "\"wrong\": %" PRIu64 ", \"rss_MiB\": %.1f, "
+		       "\"fds\": %ld}", i ? "," : "", x->t, x->requests,
+		       x->req_s, x->store_gbs, x->load_gbs, x->p50_us, x->p99_us,
+		       x->stored, x->loaded, x->errors, x->wrong, x->rss_mib,
+		       x->fds);
+	}
+	printf("\n ]}\n");
+}
+
+uint64_t life_run(const struct life_opts *o)
+{
+	struct life s = { .max_rss = -1, .max_fds = -1 };
+	double secs;
+
+	L = o;
+	setup(&s);
+	if (BIO.odirect)
+		bio_odirect_probe();
+	s.t0 = g_get_monotonic_time();
+	s.next_report = s.t0 + (gint64)(L->interval * 1e6);
+	while ((!L->blocks || s.new_blocks < L->blocks) &&
+	       (L->duration <= 0 || secs_since(s.t0) < L->duration)) {
+		serve(&s);
+		if (g_get_monotonic_time() >= s.next_report)
+			report(&s);
+	}
+	/* the queued loads and stores belong to the run */
+	g_thread_pool_free(s.loads, FALSE, TRUE);
+	g_thread_pool_free(s.stores, FALSE, TRUE);
+	secs = secs_since(s.t0);
+	report(&s);
+	summary(&s, secs);
+	fflush(stdout);
+	g_array_free(s.series, TRUE);
+	g_hash_table_destroy(g_pending);
+	g_queue_init(&g_lru);
+	g_hash_table_destroy(g_kept);
+	g_free(s.fam);
+	g_free(s.zipf_cdf);
+	g_rand_free(s.rand);
+	return all_errors();
+}
