@@ -417,7 +417,7 @@ int main(void)
 		kvt_record_init(&inflight);
 		good = a && kvt_stage_new(a, 0644, &st) == 0 && kvt_stage_write(st, buf, SIZE, 0) == 0 &&
 		       kvt_stage_seal(st, &h, &size) == 0 &&
-		       kvt_object_make(a, st->name, size, &h, &inflight, &dedup) == 0 && !dedup;
+		       kvt_object_make(a, st->name, st->fd, size, &h, &inflight, &dedup) == 0 && !dedup;
 		ref_in = good ? object_file(top, &inflight, false) : g_strdup("NONE");
 	}
 	ok(good, "a live mount made an object whose record is not written yet");

@@ -187,7 +187,40 @@ int kvt_object_purge(struct kvt_store *s, const struct kvt_record *rec)
 	return removed;
 }
 
-int kvt_object_make(struct kvt_store *s, const char *stage_name, uint64_t size,
+/* Whether the first @size bytes of @a and @b are the same: a read error
+ * says no (the bytes then get an object of their own). */
+static bool same_bytes(int a, int b, uint64_t size)
+{
+	enum { CHUNK = 256 * 1024 };
+	g_autofree char *x = g_malloc(CHUNK), *y = g_malloc(CHUNK);
+
+	for (uint64_t off = 0; off < size;) {
+		size_t n = size - off < CHUNK ? size - off : CHUNK;
+
+		if (pread(a, x, n, off) != (ssize_t)n || pread(b, y, n, off) != (ssize_t)n ||
+		    memcmp(x, y, n))
+			return false;
+		off += n;
+	}
+	return true;
+}
+
+/* Whether the object just linked at @fan/@ref holds the staged bytes
+ * (@stage_fd, @size): the same size, and, compared byte for byte, the
+ * same bytes.  XXH3 resists accidents, not adversaries: another user can
+ * build bytes of the same hash and size in a moment, and a store that
+ * shared his object would read his bytes back, verified (DESIGN.md 14).
+ * The read is paid on a dedup only, once per store of bytes already
+ * stored. */
+static bool shares_bytes(struct kvt_dir *fan, const char *ref, int stage_fd, uint64_t size)
+{
+	struct stat st;
+	kvt_autofd fd = kvt_dir_open_file(fan, ref, O_RDONLY, 0, &st);
+
+	return fd >= 0 && (uint64_t)st.st_size == size && same_bytes(fd, stage_fd, size);
+}
+
+int kvt_object_make(struct kvt_store *s, const char *stage_name, int stage_fd, uint64_t size,
 		    const kvt_hash *hash, struct kvt_record *rec, bool *dedup)
 {
 	g_autoptr(kvt_dir) fan = NULL;
@@ -208,16 +241,19 @@ int kvt_object_make(struct kvt_store *s, const char *stage_name, uint64_t size,
 	/* Same content already stored: share its inode. */
 	ret = kvt_dir_link(fan, anchor, fan, ref);
 	if (ret == 0) {
-		if (kvt_dir_stat(fan, ref, &st) == 0 && S_ISREG(st.st_mode) &&
-		    (uint64_t)st.st_size == size) {
+		if (shares_bytes(fan, ref, stage_fd, size)) {
 			kvt_store_count(s, KVT_STAT_dedups, 1);
 			*dedup = true;
 			return 0;
 		}
-		/* Same hash, other size (or not a file): the anchor is torn,
-		 * or a collision; never share it. */
+		/* Same hash, other bytes: the anchor is torn, or a collision;
+		 * never share it.  A torn anchor (another size, or not a
+		 * file) goes; one that holds other bytes of the same hash
+		 * and size is another name's object, and stays. */
 		kvt_dir_unlink(fan, ref);
-		kvt_dir_unlink(fan, anchor);
+		if (kvt_dir_stat(fan, anchor, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    (uint64_t)st.st_size != size)
+			kvt_dir_unlink(fan, anchor);
 	} else if (ret != -ENOENT && ret != -EMLINK && ret != -ENOSPC) {
 		/* EMLINK: the shared inode has all the links its file system
 		 * allows (65000 on ext4); ENOSPC: GlusterFS says so of an

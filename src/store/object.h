@@ -55,12 +55,13 @@ char *kvt_object_ref_name(const struct kvt_record *rec);
 bool kvt_object_parse_name(const char *fanout, const char *name, kvt_hash *h,
 			   bool *is_ref);
 
-/* For the publication (publish.c): makes the staged file @stage_name of
- * @size bytes and hash @hash an object (a reference, no anchor yet), or
- * takes a new reference on an existing one of the same hash and size.
+/* For the publication (publish.c): makes the staged file @stage_name
+ * (open as @stage_fd) of @size bytes and hash @hash an object (a
+ * reference, no anchor yet), or takes a new reference on an existing one
+ * of the same hash, size and bytes (compared: see object.c).
  * Fills rec->hash, size, ref.  The staged file keeps its name.  *@dedup
  * says which it was. */
-int kvt_object_make(struct kvt_store *s, const char *stage_name, uint64_t size,
+int kvt_object_make(struct kvt_store *s, const char *stage_name, int stage_fd, uint64_t size,
 		    const kvt_hash *hash, struct kvt_record *rec, bool *dedup);
 /* After the publication of new bytes, once the staged file's name is
  * gone (@fd: that file, still open): links the anchor to @rec's

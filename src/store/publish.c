@@ -131,7 +131,7 @@ int kvt_publication_prepare(struct kvt_store *s, struct kvt_stage *st,
 	ret = kvt_stage_seal(st, &hash, &p->size);
 	if (ret != 0)
 		return ret;
-	ret = kvt_object_make(s, st->name, p->size, &hash, &p->rec, &p->dedup);
+	ret = kvt_object_make(s, st->name, st->fd, p->size, &hash, &p->rec, &p->dedup);
 	if (ret < 0)
 		goto reopen;
 	if (p->sync)
