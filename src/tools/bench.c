@@ -74,6 +74,9 @@ static const char usage_text[] =
 "  --repeat-load N      run the load phase N times (default 1); the runs\n"
 "                       after the first are labelled load-2, load-3, ...\n"
 "  --key-base N         first block key (default 0): keys BASE..BASE+N-1\n"
+"  --contents N         only N different block contents: block k holds the\n"
+"                       bytes of key BASE + (k - BASE) mod N, so stores past\n"
+"                       the first N store bytes already stored (dedup)\n"
 "  --model NAME         model part of the top directory (default kvbench)\n"
 "  --fsync              store: make each block durable as a careful client\n"
 "                       does on any file system: fsync of the temp file\n"
@@ -126,6 +129,7 @@ static struct {
 	const char *model;
 	size_t block_size;
 	uint64_t blocks, key_base;
+	uint64_t contents;  /* 0: every block its own bytes */
 	unsigned threads, lookup_threads, repeat_load, lookup_after;
 	int odirect, check, drop_caches, quiet, fsync;
 	int run[PH_COUNT];
@@ -199,6 +203,12 @@ static void op_lookup(struct worker *w, const char *path, int want_hit)
 	}
 }
 
+/* The key whose bytes block @key holds (--contents). */
+static uint64_t content_key(uint64_t key)
+{
+	return O.contents ? O.key_base + (key - O.key_base) % O.contents : key;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -220,7 +230,7 @@ static void *worker_main(void *arg)
 		if (r->phase == PH_STORE) {
 			snprintf(tmp, sizeof(tmp), "%s_%" PRIu64 ".tmp", path,
 				 w->tmp_suffix);
-			bio_fill_block(w->buf, key);
+			bio_fill_block(w->buf, content_key(key));
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		switch (r->phase) {
@@ -240,7 +250,7 @@ static void *worker_main(void *arg)
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		r->lat_ns[i] = bio_ns_since(&t0, &t1);
 		if (loaded && O.check) {
-			long long bad = bio_check_block(w->buf, key);
+			long long bad = bio_check_block(w->buf, content_key(key));
 
 			if (bad >= 0)
 				bio_fail(&r->tally, path, "content differs from block key %"
@@ -476,6 +486,8 @@ static void parse_args(int argc, char **argv)
 			O.repeat_load = (unsigned)parse_u64(a, val, 1, 1000);
 		} else if (ARG("--key-base")) {
 			O.key_base = parse_u64(a, val, 0, 1ULL << 62);
+		} else if (ARG("--contents")) {
+			O.contents = parse_u64(a, val, 1, 1ULL << 62);
 		} else if (ARG("--model")) {
 			O.model = val;
 		} else if (FLAG("--quiet")) {
