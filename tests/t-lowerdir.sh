@@ -10,8 +10,12 @@
 #  - a LOWERDIR owned by another user (who could open it again at will)
 #    is refused by the mount and by kvtierfs-fsck, in one line, exit != 0;
 #  - kvtierfs-fsck reports an open LOWERDIR and, with --repair, closes it.
+# Before LOWERDIR was closed (areas 0755, records owned by their client)
+# kvtu1 listed objects/, read his record, wrote one into names/ and took
+# the lock; objects themselves were already root's 0600.
 # The users are t-users.sh's (made here when absent, left in place).
 # kvt-kind: mount
+# shellcheck disable=SC2016 # the users' scripts expand in their own sh
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root
