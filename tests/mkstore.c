@@ -81,6 +81,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: mkstore fill LOWERDIR N | mkstore lookup DIR N COUNT\n");
 		return 2;
 	}
+	/* Root's alone, as a mount wants it (layout.h). */
+	if (mkdir(argv[2], 0700) && errno != EEXIST) {
+		fprintf(stderr, "mkstore: %s: %s\n", argv[2], g_strerror(errno));
+		return 1;
+	}
 	s = kvt_store_open(argv[2], &err);
 	if (!s) {
 		fprintf(stderr, "mkstore: %s\n", err->message);

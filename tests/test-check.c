@@ -507,7 +507,7 @@ int main(void)
 		g_autofree char *d = g_build_filename(other, "areas", NULL);
 		g_autofree char *p = NULL;
 		const char *areas[] = { "objects", "names", "staging" };
-		bool made = g_mkdir(d, 0755) == 0;
+		bool made = g_mkdir(d, 0700) == 0;
 
 		for (size_t i = 0; i < G_N_ELEMENTS(areas); i++) {
 			g_autofree char *a = g_build_filename(d, areas[i], NULL);

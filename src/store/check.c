@@ -57,6 +57,7 @@ static const char *const problem_names[] = {
 	[KVT_STALE_STAGING] = "stale-staging",
 	[KVT_UNKNOWN] = "unknown",
 	[KVT_LOST_MARKER] = "marker",
+	[KVT_OPEN_LOWERDIR] = "open-lowerdir",
 };
 
 const char *kvt_problem_name(enum kvt_problem kind)
@@ -280,6 +281,22 @@ static void check_marker(struct ctx *c, int marker)
 	else if (marker != -ENOENT)
 		what = other = g_strdup_printf("%s, not a marker", what);
 	problem(c, KVT_LOST_MARKER, KVT_MARKER, true, repair, "%s; the rest is a store", what);
+}
+
+/* A LOWERDIR that others can enter: they could read and forge the store
+ * around a mount (layout.h), which closes it as the repair does. */
+static void check_root_mode(struct ctx *c)
+{
+	mode_t was = c->l.root_mode;
+	int repair = 0;
+
+	if (!(was & 077))
+		return;
+	if (c->o->repair)
+		repair = kvt_layout_close_root(&c->l);
+	problem(c, KVT_OPEN_LOWERDIR, ".", true, repair,
+		"mode %04o: others can reach the store around the mount; it should be 0700",
+		(unsigned int)was);
 }
 
 /* Anything at the top of LOWERDIR that a store does not have. */
@@ -722,6 +739,7 @@ bool kvt_check(const char *lowerdir, const struct kvt_check_opts *opts,
 		goto out;
 	if (marker)
 		check_marker(&c, marker);
+	check_root_mode(&c);
 	c.torn = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	c.refs = g_hash_table_new(g_str_hash, g_str_equal);
 	c.keys = g_string_chunk_new(1 << 20);

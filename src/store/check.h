@@ -17,6 +17,7 @@ enum kvt_problem {
 	KVT_UNKNOWN,       /* anything kvtierfs does not create */
 	KVT_LOST_MARKER,   /* the store's marker is missing, empty or garbage
 			    * (a power cut before it was synced) */
+	KVT_OPEN_LOWERDIR, /* LOWERDIR lets others in (layout.h): made 0700 */
 };
 
 /* The keyword printed for @kind ("torn-hash", "orphan", ...). */

@@ -116,7 +116,7 @@ int kvt_layout_write_marker(struct kvt_dir *root)
 	kvt_autofd fd = -1;
 
 	kvt_dir_unlink(root, KVT_MARKER ".new");
-	fd = kvt_dir_open_file(root, KVT_MARKER ".new", O_WRONLY | O_CREAT | O_EXCL, 0644,
+	fd = kvt_dir_open_file(root, KVT_MARKER ".new", O_WRONLY | O_CREAT | O_EXCL, 0600,
 			       NULL);
 	if (fd < 0)
 		return fd;
@@ -150,7 +150,9 @@ static int create_store(struct kvt_dir *root)
 	int ret;
 
 	for (size_t i = 0; i < G_N_ELEMENTS(new_areas); i++) {
-		ret = kvt_dir_mkdir(root, new_areas[i], 0755);
+		/* names/ is the mount's root, whose mode the users see. */
+		ret = kvt_dir_mkdir(root, new_areas[i],
+				    strcmp(new_areas[i], "names") ? 0700 : 0755);
 		if (ret < 0 && ret != -EEXIST)
 			return ret;
 	}
@@ -178,8 +180,58 @@ static int open_areas(struct kvt_layout *out, const char **which)
 	return 0;
 }
 
-bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
-		     struct kvt_layout *out, GError **err)
+/* Whether LOWERDIR's owner is trusted: root, or this process's user.
+ * Anyone else who owns it can enter it, whatever its mode, and read or
+ * forge what the mount checks (layout.h); out->root_mode gets its mode. */
+static bool root_owner_ok(struct kvt_layout *out, const char *lowerdir, GError **err)
+{
+	struct stat st;
+	int ret = kvt_dir_stat(out->root, NULL, &st);
+
+	if (ret < 0)
+		return fail(err, -ret, lowerdir, "%s", g_strerror(-ret));
+	if (st.st_uid != 0 && st.st_uid != geteuid())
+		return fail(err, EPERM, lowerdir,
+			    " is owned by uid %u, not by root%s: its owner could reach the "
+			    "store around the mount", (unsigned int)st.st_uid,
+			    geteuid() ? " or this user" : "");
+	out->root_mode = st.st_mode & 07777;
+	return true;
+}
+
+int kvt_layout_close_root(struct kvt_layout *l)
+{
+	int ret;
+
+	if (!(l->root_mode & 077))
+		return 0;
+	ret = kvt_dir_setattr(l->root, NULL, KVT_SET_MODE, 0700, 0, 0, NULL);
+	if (ret < 0)
+		return ret;
+	l->root_mode = 0700;
+	return 1;
+}
+
+/* A store that others can enter is closed, and the log says so; one that
+ * cannot be closed (not ours to change, read-only) is refused. */
+static bool close_root(struct kvt_layout *out, const char *lowerdir, GError **err)
+{
+	mode_t was = out->root_mode;
+	int ret = kvt_layout_close_root(out);
+
+	if (ret < 0)
+		return fail(err, -ret, lowerdir,
+			    " is mode %04o: others can reach the store around the mount, and it "
+			    "cannot be made 0700: %s", (unsigned int)was, g_strerror(-ret));
+	if (ret > 0)
+		g_message("LOWERDIR %s: mode %04o made 0700: others could reach the store "
+			  "around the mount", lowerdir, (unsigned int)was);
+	return true;
+}
+
+/* kvt_layout_open, which closes LOWERDIR when @close. */
+static bool layout_open(const char *lowerdir, enum kvt_layout_open how, bool close,
+			struct kvt_layout *out, GError **err)
 {
 	const char *which;
 	int version = 0, ret;
@@ -188,6 +240,9 @@ bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 	ret = kvt_dir_open_root(lowerdir, &out->root);
 	if (ret < 0)
 		return fail(err, -ret, lowerdir, "%s", g_strerror(-ret));
+	/* Before a store is made in it, and before anything is read. */
+	if (!root_owner_ok(out, lowerdir, err))
+		goto out;
 	ret = read_marker(out->root, &version);
 	if (ret == -ENOENT && how == KVT_LAYOUT_CREATE) {
 		if (!is_empty(out->root)) {
@@ -227,6 +282,9 @@ bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 		     version, KVT_FORMAT_VERSION);
 		goto out;
 	}
+	/* A directory that is not a store is left as it was found. */
+	if (close && !close_root(out, lowerdir, err))
+		goto out;
 	ret = open_areas(out, &which);
 	if (ret == -ENOTDIR || ret == -ELOOP) {
 		fail(err, -ret, lowerdir, "damaged store: %s is %s, not a directory", which,
@@ -243,6 +301,12 @@ out:
 	return false;
 }
 
+bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
+		     struct kvt_layout *out, GError **err)
+{
+	return layout_open(lowerdir, how, true, out, err);
+}
+
 bool kvt_layout_open_unmarked(const char *lowerdir, struct kvt_layout *out, int *marker,
 			      GError **err)
 {
@@ -254,11 +318,16 @@ bool kvt_layout_open_unmarked(const char *lowerdir, struct kvt_layout *out, int 
 	ret = kvt_dir_open_root(lowerdir, &out->root);
 	if (ret < 0)
 		return fail(err, -ret, lowerdir, "%s", g_strerror(-ret));
+	if (!root_owner_ok(out, lowerdir, err)) {
+		kvt_layout_close(out);
+		return false;
+	}
 	ret = read_marker(out->root, &(int){ 0 });
 	if (ret != -ENOENT && ret != -EBADMSG) {
-		/* Marked (maybe another format), or unreadable: as a mount. */
+		/* Marked (maybe another format), or unreadable: as a mount,
+		 * but an open LOWERDIR is the checker's to report. */
 		kvt_layout_close(out);
-		return kvt_layout_open(lowerdir, KVT_LAYOUT_EXISTING, out, err);
+		return layout_open(lowerdir, KVT_LAYOUT_EXISTING, false, out, err);
 	}
 	if (open_areas(out, &which) < 0) {
 		if (ret == -ENOENT)

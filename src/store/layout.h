@@ -39,6 +39,7 @@ struct kvt_layout {
 	struct kvt_dir *names;
 	struct kvt_dir *staging; /* staging/, every mount's */
 	struct kvt_dir *moves;   /* moves/; NULL in a store made before it */
+	mode_t root_mode;        /* LOWERDIR's permission bits, as opened */
 };
 
 #define KVT_MOVES "moves"
@@ -50,6 +51,17 @@ enum kvt_layout_open {
 	KVT_LAYOUT_CREATE,   /* an empty directory becomes a store */
 };
 
+/* LOWERDIR is entered by its owner alone, root or the daemon's user: the
+ * users of a mount reach the store through the mount only, where each
+ * name's permissions are checked.  objects/ holds every user's bytes,
+ * names/ the records that say whose a name is, and a lock on the marker
+ * stops reclamation: none of them is any user's to read, write or lock.
+ * A LOWERDIR owned by anyone else is refused (whatever its mode, its
+ * owner can change it); one the others can enter is made 0700 when
+ * opened as a store (kvt_layout_open), saying so in the log.  A new store
+ * makes its areas 0700 (names/ excepted: its mode is the mount root's)
+ * and its marker 0600. */
+
 /* Opens the store at @lowerdir: its marker must say this format, and its
  * three areas be directories (moves/ too, where it exists).  With
  * KVT_LAYOUT_CREATE an empty directory (lost+found allowed) is made into a
@@ -57,13 +69,17 @@ enum kvt_layout_open {
 bool kvt_layout_open(const char *lowerdir, enum kvt_layout_open how,
 		     struct kvt_layout *out, GError **err);
 void kvt_layout_close(struct kvt_layout *l);
-/* For the checker: as KVT_LAYOUT_EXISTING, but a store whose marker is
+/* For the checker: as KVT_LAYOUT_EXISTING, LOWERDIR left as found (its
+ * mode in @out->root_mode), but a store whose marker is
  * missing (*@marker -ENOENT) or not a marker (empty after a power cut,
  * garbage: -EBADMSG) opens too when its three areas are directories;
  * whether it is a store is then the caller's to judge.  A marker of
  * another format is refused as by a mount. */
 bool kvt_layout_open_unmarked(const char *lowerdir, struct kvt_layout *out, int *marker,
 			      GError **err);
+/* LOWERDIR made 0700 (on the open directory, never by path) when others
+ * could enter it: 1 made, 0 it was closed, -errno. */
+int kvt_layout_close_root(struct kvt_layout *l);
 /* Writes the marker of this format durably (a new file, fsync, rename,
  * fsync of LOWERDIR). */
 int kvt_layout_write_marker(struct kvt_dir *root);

@@ -65,7 +65,7 @@ static int fanout_dir(struct kvt_store *s, const kvt_hash *h, bool create,
 	if (!*slot) {
 		ret = kvt_dir_open(s->layout.objects, name, slot);
 		if (ret == -ENOENT && create) {
-			ret = kvt_dir_mkdir(s->layout.objects, name, 0755);
+			ret = kvt_dir_mkdir(s->layout.objects, name, 0700);
 			/* A directory removed by hand since the mount:
 			 * durable too, as the store's open makes them. */
 			if (ret == 0)

@@ -129,7 +129,7 @@ static int prepare_objects(struct kvt_store *s)
 		int ret;
 
 		g_snprintf(name, sizeof(name), "%02x", i);
-		ret = kvt_dir_mkdir(s->layout.objects, name, 0755);
+		ret = kvt_dir_mkdir(s->layout.objects, name, 0700);
 		if (ret == 0)
 			made = true;
 		else if (ret != -EEXIST)
@@ -166,7 +166,7 @@ struct kvt_store *kvt_store_open(const char *lowerdir, GError **err)
 	}
 	/* A store made before moves/ existed gets it now (layout.h). */
 	if (!s->layout.moves) {
-		ret = kvt_dir_mkdir(s->layout.root, KVT_MOVES, 0755);
+		ret = kvt_dir_mkdir(s->layout.root, KVT_MOVES, 0700);
 		if (ret == 0 || ret == -EEXIST)
 			ret = kvt_dir_open(s->layout.root, KVT_MOVES, &s->layout.moves);
 		if (ret < 0) {
