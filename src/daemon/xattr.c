@@ -3,7 +3,8 @@
  * user.kvtierfs.* are kvtierfs's answers about a file (verdict, hash, size,
  * object) and are read-only.  Every other user.* attribute is the client's:
  * it is kept in memory while a file is pending and in the name record once
- * published, so it follows the name across rename and remount.  Other
+ * published, so it follows the name across rename and remount, within
+ * -o max_xattr_size a file and -o xattr_memory in memory (bounds.h).  Other
  * namespaces are not stored; security.capability, which the kernel asks
  * before every write, is answered here without any lower I/O.  The mount
  * root has user.kvtierfs.stats, the mount's counters. */
@@ -212,6 +213,11 @@ static int change_xattr(struct kvt_fs *fs, struct kvt_inode *ino, const char *na
 		kvt_inode_unlock(ino);
 		return -ENODATA;
 	}
+	ret = value ? kvt_bounds_xattr_room(fs, ino, name, size) : 0;
+	if (ret < 0) {
+		kvt_inode_unlock(ino);
+		return ret;
+	}
 	saved = kvt_xattrs_dup(ino->rec.xattrs);
 	if (!ino->rec.xattrs)
 		ino->rec.xattrs = kvt_xattrs_new();
@@ -231,6 +237,8 @@ static int change_xattr(struct kvt_fs *fs, struct kvt_inode *ino, const char *na
 	} else {
 		g_hash_table_unref(saved);
 	}
+	/* A record holds them now, or memory only (pending, unlinked). */
+	kvt_bounds_xattr_settle(fs, ino);
 	kvt_inode_unlock(ino);
 	return ret;
 }
