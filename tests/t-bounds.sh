@@ -16,8 +16,8 @@
 # 64 KiB of names and values a file may carry (E2BIG), and the daemon's
 # resident memory stays within a few MiB (without the bound: 25 MiB more).
 # On a mount with xattr_memory=1, a uid's pending files get a quarter of
-# the MiB (EDQUOT past it), five uids the whole (ENOSPC), and an unlink
-# gives it back.
+# the MiB (EDQUOT past it), five uids the whole (ENOSPC), and an unlink or
+# a publication gives it back.
 # kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
@@ -38,7 +38,7 @@ X1=60901
 X2=60902
 X3=60903
 
-plan 20
+plan 21
 kvt_setup
 chmod 755 "$T"
 
@@ -260,4 +260,10 @@ set_again() {
 out=
 as "$U1" sh -c 'rm "$1"/m*.tmp' sh "$U1" && kvt_within 15 set_again
 ok $? "once $U1 removed his pending files, uid $X3 sets one again (${out:-}, ${took:-})"
+
+# A publication gives the memory back: the record holds the xattrs.
+as "$U2" sh -c 'for i in 0 1 2 3; do mv "$1/m$i.tmp" "$1/m$i.bin" || exit; done' sh "$U2" &&
+	out=$(as "$U2" "$PY" -c "$XATTRS_PY" "$U2/n.tmp" 1 60000) && [ "$out" = "set 1 none" ] &&
+	as "$U2" getfattr -n user.k0 "$U2/m3.bin" >/dev/null
+ok $? "once $U2 renamed his .tmp files (published), he sets one on a new .tmp (${out:-})"
 kvt_umount

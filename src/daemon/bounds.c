@@ -30,6 +30,7 @@ void kvt_bounds_init(struct kvt_bounds *b, const struct kvt_options *o)
 	memset(b, 0, sizeof(*b));
 	g_mutex_init(&b->lock);
 	b->pending = g_hash_table_new(NULL, NULL);
+	b->xattr_users = g_hash_table_new_full(NULL, NULL, NULL, g_free);
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 		fds = rl.rlim_cur;
 	fds = MIN(fds, (uint64_t)1 << 30);
@@ -49,6 +50,7 @@ void kvt_bounds_init(struct kvt_bounds *b, const struct kvt_options *o)
 void kvt_bounds_fini(struct kvt_bounds *b)
 {
 	g_hash_table_unref(b->pending);
+	g_hash_table_unref(b->xattr_users);
 	g_mutex_clear(&b->lock);
 }
 
@@ -174,25 +176,57 @@ static bool memory_only(const struct kvt_inode *ino)
 	return !ino->has_record || __atomic_load_n(&ino->unlinked, __ATOMIC_RELAXED);
 }
 
-/* Charges @want bytes for @ino instead of what it held: false, and
- * nothing changed, when @may_fail and the mount's bound is passed by
- * growing. */
-static bool charge(struct kvt_bounds *b, struct kvt_inode *ino, uint64_t want, bool may_fail)
+static uint64_t *user_bytes(struct kvt_bounds *b, uid_t uid)
 {
-	uint64_t held = ino->xattr_held;
+	uint64_t *n = g_hash_table_lookup(b->xattr_users, GUINT_TO_POINTER(uid));
 
-	if (want > held) {
-		uint64_t now = __atomic_add_fetch(&b->xattr_memory, want - held, __ATOMIC_RELAXED);
-
-		if (may_fail && now > b->max_xattr_memory) {
-			__atomic_sub_fetch(&b->xattr_memory, want - held, __ATOMIC_RELAXED);
-			return false;
-		}
-	} else if (want < held) {
-		__atomic_sub_fetch(&b->xattr_memory, held - want, __ATOMIC_RELAXED);
+	if (!n) {
+		n = g_new0(uint64_t, 1);
+		g_hash_table_insert(b->xattr_users, GUINT_TO_POINTER(uid), n);
 	}
-	ino->xattr_held = want;
-	return true;
+	return n;
+}
+
+static void user_forget_if_none(struct kvt_bounds *b, uid_t uid)
+{
+	uint64_t *n = g_hash_table_lookup(b->xattr_users, GUINT_TO_POINTER(uid));
+
+	if (n && !*n)
+		g_hash_table_remove(b->xattr_users, GUINT_TO_POINTER(uid));
+}
+
+/* Charges @want bytes of @ino's to @uid instead of what it held.  With
+ * @may_fail, a charge that grows is refused past @uid's share (-EDQUOT)
+ * or the mount's bound (-ENOSPC), nothing changed.  Caller holds
+ * ino->lock. */
+static int charge(struct kvt_bounds *b, struct kvt_inode *ino, uid_t uid, uint64_t want,
+		  bool may_fail)
+{
+	uint64_t held = ino->xattr_held, *old, *user;
+	int ret = 0;
+
+	g_mutex_lock(&b->lock);
+	old = user_bytes(b, ino->xattr_uid);
+	*old -= held;
+	b->xattr_memory -= held;
+	user = user_bytes(b, uid);
+	if (may_fail && want > held && *user + want > b->max_xattr_memory / 4)
+		ret = -EDQUOT;
+	else if (may_fail && want > held && b->xattr_memory + want > b->max_xattr_memory)
+		ret = -ENOSPC;
+	if (ret < 0) {
+		*old += held;
+		b->xattr_memory += held;
+		user_forget_if_none(b, uid);
+	} else {
+		*user += want;
+		b->xattr_memory += want;
+		user_forget_if_none(b, ino->xattr_uid);
+		ino->xattr_uid = uid;
+		ino->xattr_held = want;
+	}
+	g_mutex_unlock(&b->lock);
+	return ret;
 }
 
 /* Whether a refusal's line is due (one every LOG_EVERY_US), with *@more
@@ -207,8 +241,8 @@ static bool refusal_due(struct kvt_bounds *b, struct kvt_log_every *e, guint64 *
 	return due;
 }
 
-int kvt_bounds_xattr_room(struct kvt_fs *fs, struct kvt_inode *ino, const char *name,
-			  size_t size)
+int kvt_bounds_xattr_room(struct kvt_fs *fs, struct kvt_inode *ino, uid_t uid,
+			  const char *name, size_t size)
 {
 	struct kvt_bounds *b = &fs->bounds;
 	GBytes *old = ino->rec.xattrs ? g_hash_table_lookup(ino->rec.xattrs, name) : NULL;
@@ -216,6 +250,7 @@ int kvt_bounds_xattr_room(struct kvt_fs *fs, struct kvt_inode *ino, const char *
 	uint64_t after = now + size + (old ? 0 : strlen(name)) - (old ? g_bytes_get_size(old) : 0);
 	guint count = (ino->rec.xattrs ? g_hash_table_size(ino->rec.xattrs) : 0) + !old;
 	guint64 more;
+	int ret;
 
 	/* A file over the bound (a record written with a larger one) may
 	 * still shrink. */
@@ -227,16 +262,20 @@ int kvt_bounds_xattr_room(struct kvt_fs *fs, struct kvt_inode *ino, const char *
 				  ino->st_ino, after, b->max_xattr_size, more);
 		return -E2BIG;
 	}
-	if (!charge(b, ino, memory_only(ino) ? MAX(xattr_memory(after, count), ino->xattr_held) :
-			    ino->xattr_held, true)) {
-		if (refusal_due(b, &b->memory_log, &more))
-			g_warning("file %" G_GUINT64_FORMAT ": the xattrs of files without a record "
-				  "would take more than -o xattr_memory=%" G_GUINT64_FORMAT " MiB: "
-				  "ENOSPC (%" G_GUINT64_FORMAT " more refusals since the last line)",
-				  ino->st_ino, b->max_xattr_memory >> 20, more);
-		return -ENOSPC;
-	}
-	return 0;
+	if (!memory_only(ino))
+		return 0;
+	ret = charge(b, ino, uid, MAX(xattr_memory(after, count), ino->xattr_held), true);
+	if (ret == -EDQUOT && refusal_due(b, &b->memory_log, &more))
+		g_warning("uid %u: the xattrs of its files without a record would take more than "
+			  "a quarter of -o xattr_memory=%" G_GUINT64_FORMAT " MiB: EDQUOT (%"
+			  G_GUINT64_FORMAT " more refusals since the last line)",
+			  (unsigned)uid, b->max_xattr_memory >> 20, more);
+	else if (ret == -ENOSPC && refusal_due(b, &b->memory_log, &more))
+		g_warning("uid %u: the xattrs of files without a record would take more than "
+			  "-o xattr_memory=%" G_GUINT64_FORMAT " MiB in all: ENOSPC (%"
+			  G_GUINT64_FORMAT " more refusals since the last line)",
+			  (unsigned)uid, b->max_xattr_memory >> 20, more);
+	return ret;
 }
 
 void kvt_bounds_xattr_settle(struct kvt_fs *fs, struct kvt_inode *ino)
@@ -244,11 +283,14 @@ void kvt_bounds_xattr_settle(struct kvt_fs *fs, struct kvt_inode *ino)
 	GHashTable *x = ino->rec.xattrs;
 	guint count = x ? g_hash_table_size(x) : 0;
 
-	charge(&fs->bounds, ino, memory_only(ino) && count ?
+	if (!ino->xattr_held && (!count || !memory_only(ino)))
+		return;
+	charge(&fs->bounds, ino, ino->xattr_uid, memory_only(ino) && count ?
 	       xattr_memory(kvt_xattrs_size(x), count) : 0, false);
 }
 
 void kvt_bounds_xattr_drop(struct kvt_fs *fs, struct kvt_inode *ino)
 {
-	charge(&fs->bounds, ino, 0, false);
+	if (ino->xattr_held)
+		charge(&fs->bounds, ino, ino->xattr_uid, 0, false);
 }

@@ -13,8 +13,9 @@
  *     mount's total, ENFILE);
  *   - client xattr bytes per file (names and values, pending or
  *     published), -o max_xattr_size: over it setxattr gets E2BIG;
- *   - memory held by the xattrs of files without a record, in all,
- *     -o xattr_memory: over it setxattr gets ENOSPC.
+ *   - memory held by the xattrs of files without a record, a quarter of
+ *     -o xattr_memory per uid (of the caller that set them last), EDQUOT
+ *     past it, and -o xattr_memory in all, ENOSPC past it.
  *
  * Each refusal is logged, one line every 10 s at most. */
 #pragma once
@@ -36,7 +37,8 @@ struct kvt_bounds {
 	guint max_pending;	    /* per uid */
 	guint max_pending_total;
 	uint64_t max_xattr_size;    /* bytes of names and values, per file */
-	uint64_t xattr_memory;	    /* atomic: bytes charged (kvt_inode.xattr_held) */
+	GHashTable *xattr_users;    /* uid -> uint64_t * bytes charged (under lock) */
+	uint64_t xattr_memory;	    /* bytes charged in all (under lock) */
 	uint64_t max_xattr_memory;
 	struct kvt_log_every pending_log, total_log, size_log, memory_log; /* under lock */
 };
@@ -61,13 +63,15 @@ int kvt_bounds_stage_new(struct kvt_fs *fs, mode_t mode, struct kvt_stage **out)
 /* The bytes -o max_xattr_size counts of @xattrs: names and values. */
 uint64_t kvt_xattrs_size(GHashTable *xattrs);
 
-/* Room for setting @name to @size bytes on @ino (caller holds ino->lock):
- * -E2BIG past the file's bound (unless the change makes it no larger),
- * -ENOSPC past the mount's memory for files without a record; 0, with
- * the memory of the change charged to @ino. */
-int kvt_bounds_xattr_room(struct kvt_fs *fs, struct kvt_inode *ino, const char *name,
-			  size_t size);
-/* Charges what @ino's xattrs hold in memory only, now (caller holds
- * ino->lock): after a change, a publication, and 0 at its end. */
+/* Room for @uid to set @name to @size bytes on @ino (caller holds
+ * ino->lock): -E2BIG past the file's bound (unless the change makes it no
+ * larger); for a file without a record, -EDQUOT past @uid's share of the
+ * memory, -ENOSPC past the mount's; 0, with the memory of the change
+ * charged to @uid. */
+int kvt_bounds_xattr_room(struct kvt_fs *fs, struct kvt_inode *ino, uid_t uid,
+			  const char *name, size_t size);
+/* Charges what @ino's xattrs hold in memory only, now, to whom they are
+ * charged (caller holds ino->lock): after a change, a publication; and
+ * nothing at its end (drop). */
 void kvt_bounds_xattr_settle(struct kvt_fs *fs, struct kvt_inode *ino);
 void kvt_bounds_xattr_drop(struct kvt_fs *fs, struct kvt_inode *ino);

@@ -152,7 +152,7 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 	[KEY_XATTR_MEMORY] = {
 		"xattr_memory", COUNT, FIELD(xattr_memory), 1, 1048576, 64,
 		.metavar = "MIB",
-		.help = "MiB of xattrs of files not yet published, ENOSPC past it",
+		.help = "MiB of xattrs of files not yet published (a quarter per user)",
 	},
 	/* kvtierfs's: the kernel's MS_SYNCHRONOUS would send an fsync after
 	 * every write, and an fsync publishes a file written in place. */

@@ -196,7 +196,7 @@ static int persist_xattrs(struct kvt_fs *fs, struct kvt_inode *ino)
 }
 
 /* Sets (@value != NULL) or removes a client attribute of a file. */
-static int change_xattr(struct kvt_fs *fs, struct kvt_inode *ino, const char *name,
+static int change_xattr(struct kvt_fs *fs, struct kvt_inode *ino, uid_t uid, const char *name,
 			const char *value, size_t size, int flags)
 {
 	GHashTable *saved;
@@ -213,7 +213,7 @@ static int change_xattr(struct kvt_fs *fs, struct kvt_inode *ino, const char *na
 		kvt_inode_unlock(ino);
 		return -ENODATA;
 	}
-	ret = value ? kvt_bounds_xattr_room(fs, ino, name, size) : 0;
+	ret = value ? kvt_bounds_xattr_room(fs, ino, uid, name, size) : 0;
 	if (ret < 0) {
 		kvt_inode_unlock(ino);
 		return ret;
@@ -271,7 +271,7 @@ void kvt_op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 	else if (ino->is_dir)
 		ret = dir_xattr(fs, ino, name, value, size, flags);
 	else
-		ret = change_xattr(fs, ino, name, value, size, flags);
+		ret = change_xattr(fs, ino, fuse_req_ctx(req)->uid, name, value, size, flags);
 	fuse_reply_err(req, -ret);
 }
 
@@ -288,7 +288,7 @@ void kvt_op_removexattr(fuse_req_t req, fuse_ino_t n, const char *name)
 	else if (ino->is_dir)
 		ret = dir_xattr(fs, ino, name, NULL, 0, 0);
 	else
-		ret = change_xattr(fs, ino, name, NULL, 0, 0);
+		ret = change_xattr(fs, ino, fuse_req_ctx(req)->uid, name, NULL, 0, 0);
 	fuse_reply_err(req, -ret);
 }
 
