@@ -146,7 +146,7 @@ read -r _ held1 errs1 <"$T/hold1.out"
 kvt_num_cmp "${held1:-}" -eq 85 && [ "${errs1:-}" = EDQUOT:315 ]
 ok $? "$U1's 400 creates of empty .tmp files kept open: 85 taken, the rest EDQUOT (${held1:-none}, ${errs1:-})" ||
 	diag_file "$T/hold1.out" 5
-fds=$(ls "/proc/$KVT_PID/fd" | wc -l)
+fds=$(find "/proc/$KVT_PID/fd" -mindepth 1 -maxdepth 1 | wc -l)
 diag "the daemon holds $fds descriptors of 1024"
 
 ok_b=0
@@ -239,16 +239,18 @@ done
 DIR=pub/$X1 fill as_uid "$X1" >"$T/m3.out"
 DIR=pub/$X2 fill as_uid "$X2" >"$T/m4.out"
 DIR=pub/$X3 fill as_uid "$X3" >"$T/m5.out"
+# oneline FILE: its lines joined by spaces.
+oneline() { paste -s -d ' ' "$1"; }
 quarter='set 1 none set 1 none set 1 none set 1 none set 0 EDQUOT:1 set 0 EDQUOT:1'
-[ "$(echo $(cat "$T/m1.out"))" = "$quarter" ] && [ "$(echo $(cat "$T/m2.out"))" = "$quarter" ]
+[ "$(oneline "$T/m1.out")" = "$quarter" ] && [ "$(oneline "$T/m2.out")" = "$quarter" ]
 ok $? "$U1 and $U2: 4 pending files with 60000 bytes of xattrs each, then EDQUOT (a quarter of 1 MiB)" ||
-	diag "$(echo $(cat "$T/m1.out")) / $(echo $(cat "$T/m2.out"))"
-[ "$(echo $(cat "$T/m3.out"))" = "$quarter" ] && [ "$(echo $(cat "$T/m4.out"))" = "$quarter" ]
+	diag "$(oneline "$T/m1.out") / $(oneline "$T/m2.out")"
+[ "$(oneline "$T/m3.out")" = "$quarter" ] && [ "$(oneline "$T/m4.out")" = "$quarter" ]
 ok $? "uids $X1 and $X2 the same" ||
-	diag "$(echo $(cat "$T/m3.out")) / $(echo $(cat "$T/m4.out"))"
-[ "$(echo $(cat "$T/m5.out"))" = 'set 1 none set 0 ENOSPC:1 set 0 ENOSPC:1 set 0 ENOSPC:1 set 0 ENOSPC:1 set 0 ENOSPC:1' ]
+	diag "$(oneline "$T/m3.out") / $(oneline "$T/m4.out")"
+[ "$(oneline "$T/m5.out")" = 'set 1 none set 0 ENOSPC:1 set 0 ENOSPC:1 set 0 ENOSPC:1 set 0 ENOSPC:1 set 0 ENOSPC:1' ]
 ok $? "a fifth uid ($X3) gets one, then ENOSPC: the mount's MiB is taken" ||
-	diag "$(echo $(cat "$T/m5.out"))"
+	diag "$(oneline "$T/m5.out")"
 kvt_num_cmp "$(log_count 'xattr_memory=1 MiB')" -ge 1
 ok $? "the refusals are logged"
 
