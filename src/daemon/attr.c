@@ -95,6 +95,7 @@ void kvt_op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_set,
 	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } }, now;
 	int ret = 0;
 
+	kvt_bounds_caller(fuse_req_ctx(req)->uid);
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		struct kvt_stage **wstage = fi ? kvt_handle_wstage(fi) :
 					   attr->st_size == 0 ?

@@ -64,7 +64,7 @@ static int new_local_file(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir
 	if (g_hash_table_lookup(p->children, name) || kvt_dir_stat(pd, name, &st) == 0)
 		return -EEXIST;
 	ino = kvt_inode_new_file(fs, p, name);
-	ret = kvt_stage_new(fs->store, mode, &ino->stage);
+	ret = kvt_bounds_stage_new(fs, mode, &ino->stage);
 	if (ret < 0) {
 		/* Never attached nor seen: freed here, under the lock, without
 		 * the tree lock that an unref would need. */
@@ -131,6 +131,7 @@ void kvt_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	kvt_bounds_caller(fuse_req_ctx(req)->uid);
 	kvt_inode_lock(p);
 	ret = new_local_file(fs, p, pd, name, mode, fuse_req_ctx(req), &ino);
 	if (ret == 0) {
@@ -506,8 +507,10 @@ static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file
 void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
-	int ret = open_inode(fs, kvt_inode_of(fs, n), fi, fuse_req_ctx(req));
+	int ret;
 
+	kvt_bounds_caller(fuse_req_ctx(req)->uid);
+	ret = open_inode(fs, kvt_inode_of(fs, n), fi, fuse_req_ctx(req));
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
@@ -583,6 +586,7 @@ void kvt_op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 	g_autofree char *buf = NULL;
 	ssize_t got;
 
+	kvt_bounds_caller(fuse_req_ctx(req)->uid);
 	if (!h->writer && !h->rstage) {
 		/* see open_reader */
 		if (h->cached && !__atomic_load_n(&ino->cache_settled, __ATOMIC_ACQUIRE)) {
@@ -653,6 +657,7 @@ void kvt_op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size, of
 	struct kvt_inode *ino = kvt_inode_of(fs, n);
 	struct kvt_handle *h = kvt_handle_of(fi);
 
+	kvt_bounds_caller(fuse_req_ctx(req)->uid);
 	note_write(ino, fuse_req_ctx(req));
 	if (__atomic_load_n(&h->fresh, __ATOMIC_RELAXED)) {
 		kvt_inode_lock(ino);

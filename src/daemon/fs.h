@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <sys/statvfs.h>
 
+#include "bounds.h"
 #include "dircache.h"
 #include "stats.h"
 #include "store.h"
@@ -97,6 +98,9 @@ struct kvt_fs {
 		gint64 at;           /* g_get_monotonic_time() */
 	} told[KVT_TOLD_STALE];
 	guint told_next;
+
+	/* Files being written per uid, client xattrs (bounds.h). */
+	struct kvt_bounds bounds;
 
 	/* Everything alive, for destroy: inodes and open handles. */
 	GMutex live_lock;

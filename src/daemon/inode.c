@@ -164,6 +164,7 @@ static void inode_free(struct kvt_fs *fs, struct kvt_inode *ino)
 	g_queue_unlink(&fs->live_inodes, &ino->live);
 	g_mutex_unlock(&fs->live_lock);
 	kvt_stage_unref(ino->stage);
+	kvt_bounds_xattr_drop(fs, ino);
 	if (ino->release_on_free)
 		kvt_object_release(fs->store, &ino->rec);
 	if (ino->is_dir)

@@ -44,6 +44,9 @@ struct kvt_inode {
 	/* file */
 	bool has_record;      /* a published version exists */
 	struct kvt_record rec; /* published object; rec.xattrs: client xattrs */
+	uint64_t xattr_held;  /* bytes of rec.xattrs charged to xattr_uid's
+			       * memory for files without a record (bounds.h) */
+	uid_t xattr_uid;
 	struct stat meta;     /* mode, owner, times; st_size of published */
 	ino_t rec_ino;        /* lower record identity, to see replacement */
 	struct timespec rec_ctime;

@@ -166,6 +166,16 @@ static void raise_nofile(void)
 	}
 }
 
+/* After raise_nofile: max_pending follows the descriptor limit. */
+static void start_bounds(struct kvt_fs *fs, const struct kvt_options *o)
+{
+	g_autofree char *bounds = NULL;
+
+	kvt_bounds_init(&fs->bounds, o);
+	bounds = kvt_bounds_describe(&fs->bounds);
+	g_info("bounds: %s", bounds);
+}
+
 /* How often each KVT_FAULTS rule fired, for the test that set them. */
 static void log_faults(void)
 {
@@ -252,6 +262,7 @@ static void fs_fini(struct kvt_fs *fs)
 	g_mutex_clear(&fs->lru_lock);
 	g_mutex_clear(&fs->live_lock);
 	g_mutex_clear(&fs->tree_lock);
+	kvt_bounds_fini(&fs->bounds);
 }
 
 /* Mounts, says ready, serves until unmounted or stopped by SIGTERM or
@@ -450,6 +461,7 @@ int main(int argc, char **argv)
 	 * the daemon's own must not take more away. */
 	umask(0);
 	raise_nofile();
+	start_bounds(&fs, &o);
 	load_unwinder();
 	ret = serve(&fs, &o, mnt, lower);
 	/* The session's destroy frees what the kernel left, then the rest. */

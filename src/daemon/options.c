@@ -32,6 +32,9 @@ enum value_key {
 	KEY_VERIFY_CACHE,
 	KEY_COPY_MEMORY,
 	KEY_MAX_DIR_FDS,
+	KEY_MAX_PENDING,
+	KEY_MAX_XATTR_SIZE,
+	KEY_XATTR_MEMORY,
 	KEY_SHARED,
 	KEY_SYNC,
 	KEY_RECLAIM,
@@ -135,6 +138,22 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		"max_dir_fds", COUNT, FIELD(max_dir_fds), 16, 1048576, 1024,
 		.metavar = "N", .help = "open lower directories",
 	},
+	[KEY_MAX_PENDING] = {
+		"max_pending", COUNT, FIELD(max_pending), 1, 1e9, -1,
+		"auto: a quarter of the descriptors, 64 at least",
+		.metavar = "N", .help = "files being written per user, EDQUOT past it",
+	},
+	/* Every file's xattrs must fit its record (KVT_RECORD_MAX, where they
+	 * are hex): 1 MiB of names and values does, whatever their number. */
+	[KEY_MAX_XATTR_SIZE] = {
+		"max_xattr_size", COUNT, FIELD(max_xattr_size), 0, 1048576, 65536,
+		.metavar = "BYTES", .help = "xattr names and values per file, E2BIG past it",
+	},
+	[KEY_XATTR_MEMORY] = {
+		"xattr_memory", COUNT, FIELD(xattr_memory), 1, 1048576, 64,
+		.metavar = "MIB",
+		.help = "MiB of xattrs of files not yet published (a quarter per user)",
+	},
 	/* kvtierfs's: the kernel's MS_SYNCHRONOUS would send an fsync after
 	 * every write, and an fsync publishes a file written in place. */
 	[KEY_SHARED] = {
@@ -192,6 +211,9 @@ static const struct fuse_opt kvt_opts[] = {
 	VALUE("verify_cache", KEY_VERIFY_CACHE),
 	VALUE("copy_memory", KEY_COPY_MEMORY),
 	VALUE("max_dir_fds", KEY_MAX_DIR_FDS),
+	VALUE("max_pending", KEY_MAX_PENDING),
+	VALUE("max_xattr_size", KEY_MAX_XATTR_SIZE),
+	VALUE("xattr_memory", KEY_XATTR_MEMORY),
 	VALUE("shared", KEY_SHARED),
 	VALUE("sync", KEY_SYNC),
 	VALUE("reclaim", KEY_RECLAIM),

@@ -36,7 +36,7 @@ static int new_version(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t keep,
 	kvt_autofd src = -1;
 	int ret;
 
-	ret = kvt_stage_new(fs->store, ino->meta.st_mode, &st);
+	ret = kvt_bounds_stage_new(fs, ino->meta.st_mode, &st);
 	if (ret < 0 || !keep || !ino->has_record) {
 		*out = ret < 0 ? NULL : st;
 		return ret;
@@ -255,6 +255,7 @@ bool kvt_version_published(struct kvt_fs *fs, struct kvt_inode *ino,
 	kvt_record_init(&rec);
 	kvt_record_copy(&rec, &pub->rec);
 	kvt_inode_take_record(ino, &rec, &rst, NULL);
+	kvt_bounds_xattr_settle(fs, ino); /* the record holds them now */
 	ino->rec_ctime = pub->rec_st.st_ctim;
 	ino->times_set = 0;
 	kvt_inode_unlock(ino);

@@ -3,7 +3,8 @@
  * user.kvtierfs.* are kvtierfs's answers about a file (verdict, hash, size,
  * object) and are read-only.  Every other user.* attribute is the client's:
  * it is kept in memory while a file is pending and in the name record once
- * published, so it follows the name across rename and remount.  Other
+ * published, so it follows the name across rename and remount, within
+ * -o max_xattr_size a file and -o xattr_memory in memory (bounds.h).  Other
  * namespaces are not stored; security.capability, which the kernel asks
  * before every write, is answered here without any lower I/O.  The mount
  * root has user.kvtierfs.stats, the mount's counters. */
@@ -195,7 +196,7 @@ static int persist_xattrs(struct kvt_fs *fs, struct kvt_inode *ino)
 }
 
 /* Sets (@value != NULL) or removes a client attribute of a file. */
-static int change_xattr(struct kvt_fs *fs, struct kvt_inode *ino, const char *name,
+static int change_xattr(struct kvt_fs *fs, struct kvt_inode *ino, uid_t uid, const char *name,
 			const char *value, size_t size, int flags)
 {
 	GHashTable *saved;
@@ -211,6 +212,11 @@ static int change_xattr(struct kvt_fs *fs, struct kvt_inode *ino, const char *na
 	if (((flags & XATTR_REPLACE) || !value) && !exists) {
 		kvt_inode_unlock(ino);
 		return -ENODATA;
+	}
+	ret = value ? kvt_bounds_xattr_room(fs, ino, uid, name, size) : 0;
+	if (ret < 0) {
+		kvt_inode_unlock(ino);
+		return ret;
 	}
 	saved = kvt_xattrs_dup(ino->rec.xattrs);
 	if (!ino->rec.xattrs)
@@ -231,6 +237,8 @@ static int change_xattr(struct kvt_fs *fs, struct kvt_inode *ino, const char *na
 	} else {
 		g_hash_table_unref(saved);
 	}
+	/* A record holds them now, or memory only (pending, unlinked). */
+	kvt_bounds_xattr_settle(fs, ino);
 	kvt_inode_unlock(ino);
 	return ret;
 }
@@ -263,7 +271,7 @@ void kvt_op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 	else if (ino->is_dir)
 		ret = dir_xattr(fs, ino, name, value, size, flags);
 	else
-		ret = change_xattr(fs, ino, name, value, size, flags);
+		ret = change_xattr(fs, ino, fuse_req_ctx(req)->uid, name, value, size, flags);
 	fuse_reply_err(req, -ret);
 }
 
@@ -280,7 +288,7 @@ void kvt_op_removexattr(fuse_req_t req, fuse_ino_t n, const char *name)
 	else if (ino->is_dir)
 		ret = dir_xattr(fs, ino, name, NULL, 0, 0);
 	else
-		ret = change_xattr(fs, ino, name, NULL, 0, 0);
+		ret = change_xattr(fs, ino, fuse_req_ctx(req)->uid, name, NULL, 0, 0);
 	fuse_reply_err(req, -ret);
 }
 

@@ -130,6 +130,8 @@ void kvt_stage_unref(struct kvt_stage *st)
 	g_mutex_clear(&st->hash_lock);
 	g_rw_lock_clear(&st->io);
 	g_free(st->name);
+	if (st->gone)
+		st->gone(st->gone_data);
 	g_free(st);
 }
 

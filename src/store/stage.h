@@ -51,6 +51,12 @@ struct kvt_stage {
 	GCond hash_cond;
 	kvt_hash_stream *hs; /* bytes [0, hashed) in order; NULL once broken */
 	uint64_t hashed;
+
+	/* Called with the last reference, once its files are closed: whoever
+	 * counted the stage gives it back (the daemon's bound on files being
+	 * written per user).  NULL: nobody. */
+	void (*gone)(void *data);
+	void *gone_data;
 };
 
 /* A new, empty stage in @store's staging area, with the empty file its

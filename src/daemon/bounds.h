@@ -1,0 +1,77 @@
+/* Bounds that fail the one caller, not the mount.
+ *
+ * A file being written holds a stage (three descriptors: its bytes, an
+ * O_DIRECT descriptor on them and its record file) and an inode outside
+ * max_inodes, and the client xattrs of a file with no record (pending, or
+ * unlinked) exist in this daemon's memory only.  Unbounded, one user
+ * holding many empty temp files would leave everyone else's stores
+ * failing with EMFILE, and one user setting xattrs would grow the daemon
+ * until the OOM killer took the mount.  So:
+ *
+ *   - stages per uid (of the caller that begins the version), -o
+ *     max_pending, and in all: over it the caller gets EDQUOT (over the
+ *     mount's total, ENFILE);
+ *   - client xattr bytes per file (names and values, pending or
+ *     published), -o max_xattr_size: over it setxattr gets E2BIG;
+ *   - memory held by the xattrs of files without a record, a quarter of
+ *     -o xattr_memory per uid (of the caller that set them last), EDQUOT
+ *     past it, and -o xattr_memory in all, ENOSPC past it.
+ *
+ * Each refusal is logged, one line every 10 s at most. */
+#pragma once
+#include <glib.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "log.h"
+
+struct kvt_fs;
+struct kvt_inode;
+struct kvt_options;
+struct kvt_stage;
+
+struct kvt_bounds {
+	GMutex lock;
+	GHashTable *pending;	    /* uid -> stages it holds (under lock) */
+	guint pending_total;	    /* under lock */
+	guint max_pending;	    /* per uid */
+	guint max_pending_total;
+	uint64_t max_xattr_size;    /* bytes of names and values, per file */
+	GHashTable *xattr_users;    /* uid -> uint64_t * bytes charged (under lock) */
+	uint64_t xattr_memory;	    /* bytes charged in all (under lock) */
+	uint64_t max_xattr_memory;
+	struct kvt_log_every pending_log, total_log, size_log, memory_log; /* under lock */
+};
+
+/* The bounds from @o; the descriptor limit (RLIMIT_NOFILE, once raised)
+ * sets max_pending's default and the total. */
+void kvt_bounds_init(struct kvt_bounds *b, const struct kvt_options *o);
+void kvt_bounds_fini(struct kvt_bounds *b);
+/* "max_pending=N (M in all),..." for the mount's log line; g_free() it. */
+char *kvt_bounds_describe(const struct kvt_bounds *b);
+
+/* The request this thread serves comes from @uid: the stages it begins
+ * are counted against that uid.  Set by every operation that may begin a
+ * version (create, open, read and write of a writer, setattr). */
+void kvt_bounds_caller(uid_t uid);
+
+/* kvt_stage_new() for the caller set by kvt_bounds_caller(), counted
+ * until the stage's last reference goes: -EDQUOT over the caller's
+ * bound, -ENFILE over the mount's. */
+int kvt_bounds_stage_new(struct kvt_fs *fs, mode_t mode, struct kvt_stage **out);
+
+/* The bytes -o max_xattr_size counts of @xattrs: names and values. */
+uint64_t kvt_xattrs_size(GHashTable *xattrs);
+
+/* Room for @uid to set @name to @size bytes on @ino (caller holds
+ * ino->lock): -E2BIG past the file's bound (unless the change makes it no
+ * larger); for a file without a record, -EDQUOT past @uid's share of the
+ * memory, -ENOSPC past the mount's; 0, with the memory of the change
+ * charged to @uid. */
+int kvt_bounds_xattr_room(struct kvt_fs *fs, struct kvt_inode *ino, uid_t uid,
+			  const char *name, size_t size);
+/* Charges what @ino's xattrs hold in memory only, now, to whom they are
+ * charged (caller holds ino->lock): after a change, a publication; and
+ * nothing at its end (drop). */
+void kvt_bounds_xattr_settle(struct kvt_fs *fs, struct kvt_inode *ino);
+void kvt_bounds_xattr_drop(struct kvt_fs *fs, struct kvt_inode *ino);
