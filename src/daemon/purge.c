@@ -4,26 +4,29 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "log.h"
 #include "name.h"
 #include "object.h"
 
 /* One line in the log, and the same in the ring user.kvtierfs.purges
- * shows. */
+ * shows, escaped as the log escapes it: a name with a newline makes no
+ * line of its own there either. */
 static void tell(struct kvt_fs *fs, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
 static void tell(struct kvt_fs *fs, const char *fmt, ...)
 {
-	g_autofree char *msg = NULL;
+	g_autofree char *msg = NULL, *shown = NULL;
 	va_list ap;
 
 	va_start(ap, fmt);
 	msg = g_strdup_vprintf(fmt, ap);
 	va_end(ap);
 	g_warning("%s", msg);
+	shown = kvt_log_escape(msg);
 	g_mutex_lock(&fs->recent_lock);
 	g_free(fs->recent[fs->recent_next]);
 	fs->recent[fs->recent_next] = g_strdup_printf("%" G_GINT64_FORMAT " %s",
-						      g_get_real_time() / G_USEC_PER_SEC, msg);
+						      g_get_real_time() / G_USEC_PER_SEC, shown);
 	fs->recent_next = (fs->recent_next + 1) % KVT_RECENT_PURGES;
 	g_mutex_unlock(&fs->recent_lock);
 }
@@ -61,7 +64,7 @@ static void log_purge(struct kvt_fs *fs, struct kvt_dir *pd, const char *name,
 	}
 }
 
-GString *kvt_purges_format(struct kvt_fs *fs)
+GString *kvt_purges_format(struct kvt_fs *fs, bool paths)
 {
 	GString *s = g_string_new(NULL);
 
@@ -69,8 +72,13 @@ GString *kvt_purges_format(struct kvt_fs *fs)
 	for (guint i = 0; i < KVT_RECENT_PURGES; i++) {
 		const char *line = fs->recent[(fs->recent_next + i) % KVT_RECENT_PURGES];
 
-		if (line)
+		if (!line)
+			continue;
+		if (paths)
 			g_string_append_printf(s, "%s\n", line);
+		else /* the time only: "<unix seconds> " */
+			g_string_append_printf(s, "%.*s%s\n", (int)strcspn(line, " ") + 1, line,
+					       KVT_PURGE_WITHHELD);
 	}
 	g_mutex_unlock(&fs->recent_lock);
 	return s;

@@ -37,5 +37,8 @@ void kvt_purge_inode(struct kvt_fs *fs, struct kvt_inode *ino,
 		     struct kvt_note *note);
 
 /* The last KVT_RECENT_PURGES purges, oldest first, a line each:
- * "<unix seconds> <the log line>" (user.kvtierfs.purges). */
-GString *kvt_purges_format(struct kvt_fs *fs);
+ * "<unix seconds> <the log line>" (user.kvtierfs.purges); without
+ * @paths, "<unix seconds> " KVT_PURGE_WITHHELD: the line names a path
+ * (in any user's directory) and the hash of the bytes found there. */
+#define KVT_PURGE_WITHHELD "purged a name (which, and why, is shown to root only)"
+GString *kvt_purges_format(struct kvt_fs *fs, bool paths);
