@@ -55,6 +55,10 @@ static void log_purge(struct kvt_fs *fs, struct kvt_dir *pd, const char *name,
 		     torn->why == KVT_TORN_SIZE ? "torn by size" : "short read",
 		     rec->size, torn->found_size);
 		break;
+	case KVT_UNSYNCED:
+		tell(fs, "unpublished %s: object %s: its sync failed (-o sync): %s", path, obj,
+		     g_strerror(torn->err));
+		break;
 	case KVT_TORN_HASH:
 		kvt_hash_hex(&rec->hash, want);
 		kvt_hash_hex(&torn->found_hash, got);
@@ -93,6 +97,8 @@ static void count(struct kvt_fs *fs, const struct kvt_torn_info *torn)
 		[KVT_TORN_SHORT] = KVT_STAT_short_reads,
 	};
 
+	if (torn->why == KVT_UNSYNCED)
+		return; /* the sync's failure counts as a lower error */
 	if (torn->why != KVT_TORN_RECORD)
 		kvt_stat_add(&fs->stats, which[torn->why], 1);
 	kvt_stat_add(&fs->stats, KVT_STAT_purges, 1);
@@ -153,7 +159,7 @@ void kvt_purge_inode(struct kvt_fs *fs, struct kvt_inode *ino,
 	}
 	if (current) {
 		kvt_purge_locked(fs, p, pd, ino->name, ino, rec, torn, note);
-	} else {
+	} else if (torn->why != KVT_UNSYNCED) {
 		/* Renamed over or unlinked meanwhile: the name is no longer
 		 * this object's, but the torn object still goes. */
 		if (report(fs, kvt_name_purge(fs->store, NULL, NULL, rec), pd, ino->name, rec,
@@ -165,4 +171,19 @@ void kvt_purge_inode(struct kvt_fs *fs, struct kvt_inode *ino,
 	if (p)
 		kvt_inode_unlock(p);
 	kvt_dir_unref(pd);
+}
+
+void kvt_unpublish(struct kvt_fs *fs, struct kvt_inode *ino, const struct kvt_record *rec,
+		   int err, fuse_ino_t old_parent, const char *old_name)
+{
+	struct kvt_torn_info why = { .why = KVT_UNSYNCED, .err = -err };
+	struct kvt_note note;
+
+	/* The name replaced or removed since: nothing of this publication
+	 * is left to take back. */
+	kvt_purge_inode(fs, ino, rec, &why, &note);
+	/* Queued: a rename's reply waits with the directories locked. */
+	kvt_notify(fs, &note, false);
+	if (old_parent)
+		kvt_notify_entry(fs, old_parent, old_name);
 }
