@@ -85,7 +85,7 @@ static int new_local_file(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir
 }
 
 static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file_info *fi,
-		      const struct fuse_ctx *ctx);
+		      fuse_req_t req);
 
 /* A create of a name that is there: the lookup and the open of what is
  * there, replied as the create. */
@@ -103,7 +103,7 @@ static void create_existing(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode 
 		return;
 	}
 	ino = kvt_inode_of(fs, e.ino);
-	ret = open_inode(fs, ino, fi, fuse_req_ctx(req));
+	ret = open_inode(fs, ino, fi, req);
 	if (ret < 0) {
 		kvt_forget(fs, ino, 1); /* the lookup the kernel never got */
 		fuse_reply_err(req, -ret);
@@ -352,12 +352,38 @@ static int open_object(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_hand
 	return ret == -ENODATA ? -ENOENT : -EIO;
 }
 
-/* The owner, group and other bits, for mounts without
- * default_permissions (then only the mounting user gets here, see main.c;
- * root passes). */
-static bool may_open(struct kvt_inode *ino, const struct fuse_ctx *ctx, int flags)
+/* Whether @req's caller is in group @gid by a supplementary group. */
+static bool in_group(fuse_req_t req, gid_t gid)
 {
+	gid_t small[32];
+	g_autofree gid_t *big = NULL;
+	gid_t *list = small;
+	int n = fuse_req_getgroups(req, G_N_ELEMENTS(small), small);
+
+	if (n > (int)G_N_ELEMENTS(small)) {
+		list = big = g_new(gid_t, n);
+		n = MIN(n, fuse_req_getgroups(req, n, big));
+	}
+	for (int i = 0; i < n; i++)
+		if (list[i] == gid)
+			return true;
+	return false;
+}
+
+/* The owner, group and other bits, as the kernel checks them (and did
+ * already on a mount with default_permissions, which allow_other
+ * implies; this check is for mounts without, and for a change another
+ * mount made that the kernel's attributes do not show yet); root
+ * passes.  The group is the caller's primary or any supplementary one:
+ * a worker that shares a group with the writer opens what access(2)
+ * lets it.  The groups are asked of the kernel (/proc) only when the
+ * group bits decide. */
+static bool may_open(struct kvt_inode *ino, fuse_req_t req, int flags)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	mode_t mode, want = 0;
+	gid_t group;
+	bool owner;
 
 	if (ctx->uid == 0)
 		return true;
@@ -367,11 +393,14 @@ static bool may_open(struct kvt_inode *ino, const struct fuse_ctx *ctx, int flag
 		want |= S_IWOTH;
 	kvt_inode_lock(ino);
 	mode = ino->meta.st_mode;
-	if (ctx->uid == ino->meta.st_uid)
-		mode >>= 6;
-	else if (ctx->gid == ino->meta.st_gid)
-		mode >>= 3;
+	owner = ctx->uid == ino->meta.st_uid;
+	group = ino->meta.st_gid;
 	kvt_inode_unlock(ino);
+	if (owner)
+		return ((mode >> 6) & want) == want;
+	if (((mode >> 3) & want) != (mode & want) &&
+	    (ctx->gid == group || in_group(req, group)))
+		return ((mode >> 3) & want) == want;
 	return (mode & want) == want;
 }
 
@@ -414,10 +443,11 @@ static void open_reader(struct kvt_inode *ino, struct fuse_file_info *fi, struct
  * open lose eight times in a row. */
 #define OPEN_TRIES 64
 
-/* Opens @ino as @fi asks, for @ctx's process: fi->fh gets the handle. */
+/* Opens @ino as @fi asks, for @req's process: fi->fh gets the handle. */
 static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file_info *fi,
-		      const struct fuse_ctx *ctx)
+		      fuse_req_t req)
 {
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct kvt_note note = { 0 };
 	struct kvt_handle *h;
 	bool ref_inode = false, published = false, reader = (fi->flags & O_ACCMODE) == O_RDONLY;
@@ -431,7 +461,7 @@ static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file
 	kvt_inode_unlock(ino);
 	if (ret < 0)
 		return ret;
-	if (!may_open(ino, ctx, fi->flags))
+	if (!may_open(ino, req, fi->flags))
 		return -EACCES;
 	h = kvt_handle_new(fs);
 	/* A writer in place may replace the version between our look at
@@ -510,7 +540,7 @@ void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	int ret;
 
 	kvt_bounds_caller(fuse_req_ctx(req)->uid);
-	ret = open_inode(fs, kvt_inode_of(fs, n), fi, fuse_req_ctx(req));
+	ret = open_inode(fs, kvt_inode_of(fs, n), fi, req);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else

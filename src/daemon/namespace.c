@@ -8,6 +8,7 @@
 #include "name.h"
 #include "object.h"
 #include "ops.h"
+#include "purge.h"
 #include "resolve.h"
 #include "special.h"
 #include "version.h"
@@ -526,9 +527,18 @@ static int rename_once(struct kvt_fs *fs, fuse_ino_t parent, const char *name,
 		kvt_publication_abort(fs->store, &r.prep);
 	}
 	/* Published, but not durable: the rename fails, as a failed fsync
-	 * would say. */
-	if (r.published && fs->sync)
+	 * would say, and takes the name back.  -o sync promises that what a
+	 * call that returned published survives a power cut: a rename that
+	 * answered success over a failed sync would break that; one that
+	 * answered the error and left the name would publish a name its
+	 * client was told is not there.  So the name goes (the temp name
+	 * went with the rename: the version is lost, as a block whose store
+	 * failed is; a KV cache computes it again). */
+	if (r.published && fs->sync) {
 		ret = kvt_store_sync_published(fs->store, r.npd, newname, &r.id);
+		if (ret < 0)
+			kvt_unpublish(fs, r.src, &r.id, ret, kvt_nodeid_of(fs, r.p), name);
+	}
 
 	if (drop)
 		kvt_inode_unref(fs, r.src);

@@ -4,26 +4,29 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "log.h"
 #include "name.h"
 #include "object.h"
 
 /* One line in the log, and the same in the ring user.kvtierfs.purges
- * shows. */
+ * shows, escaped as the log escapes it: a name with a newline makes no
+ * line of its own there either. */
 static void tell(struct kvt_fs *fs, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
 static void tell(struct kvt_fs *fs, const char *fmt, ...)
 {
-	g_autofree char *msg = NULL;
+	g_autofree char *msg = NULL, *shown = NULL;
 	va_list ap;
 
 	va_start(ap, fmt);
 	msg = g_strdup_vprintf(fmt, ap);
 	va_end(ap);
 	g_warning("%s", msg);
+	shown = kvt_log_escape(msg);
 	g_mutex_lock(&fs->recent_lock);
 	g_free(fs->recent[fs->recent_next]);
 	fs->recent[fs->recent_next] = g_strdup_printf("%" G_GINT64_FORMAT " %s",
-						      g_get_real_time() / G_USEC_PER_SEC, msg);
+						      g_get_real_time() / G_USEC_PER_SEC, shown);
 	fs->recent_next = (fs->recent_next + 1) % KVT_RECENT_PURGES;
 	g_mutex_unlock(&fs->recent_lock);
 }
@@ -52,6 +55,10 @@ static void log_purge(struct kvt_fs *fs, struct kvt_dir *pd, const char *name,
 		     torn->why == KVT_TORN_SIZE ? "torn by size" : "short read",
 		     rec->size, torn->found_size);
 		break;
+	case KVT_UNSYNCED:
+		tell(fs, "unpublished %s: object %s: its sync failed (-o sync): %s", path, obj,
+		     g_strerror(torn->err));
+		break;
 	case KVT_TORN_HASH:
 		kvt_hash_hex(&rec->hash, want);
 		kvt_hash_hex(&torn->found_hash, got);
@@ -61,7 +68,7 @@ static void log_purge(struct kvt_fs *fs, struct kvt_dir *pd, const char *name,
 	}
 }
 
-GString *kvt_purges_format(struct kvt_fs *fs)
+GString *kvt_purges_format(struct kvt_fs *fs, bool paths)
 {
 	GString *s = g_string_new(NULL);
 
@@ -69,8 +76,13 @@ GString *kvt_purges_format(struct kvt_fs *fs)
 	for (guint i = 0; i < KVT_RECENT_PURGES; i++) {
 		const char *line = fs->recent[(fs->recent_next + i) % KVT_RECENT_PURGES];
 
-		if (line)
+		if (!line)
+			continue;
+		if (paths)
 			g_string_append_printf(s, "%s\n", line);
+		else /* the time only: "<unix seconds> " */
+			g_string_append_printf(s, "%.*s%s\n", (int)strcspn(line, " ") + 1, line,
+					       KVT_PURGE_WITHHELD);
 	}
 	g_mutex_unlock(&fs->recent_lock);
 	return s;
@@ -85,6 +97,8 @@ static void count(struct kvt_fs *fs, const struct kvt_torn_info *torn)
 		[KVT_TORN_SHORT] = KVT_STAT_short_reads,
 	};
 
+	if (torn->why == KVT_UNSYNCED)
+		return; /* the sync's failure counts as a lower error */
 	if (torn->why != KVT_TORN_RECORD)
 		kvt_stat_add(&fs->stats, which[torn->why], 1);
 	kvt_stat_add(&fs->stats, KVT_STAT_purges, 1);
@@ -145,7 +159,7 @@ void kvt_purge_inode(struct kvt_fs *fs, struct kvt_inode *ino,
 	}
 	if (current) {
 		kvt_purge_locked(fs, p, pd, ino->name, ino, rec, torn, note);
-	} else {
+	} else if (torn->why != KVT_UNSYNCED) {
 		/* Renamed over or unlinked meanwhile: the name is no longer
 		 * this object's, but the torn object still goes. */
 		if (report(fs, kvt_name_purge(fs->store, NULL, NULL, rec), pd, ino->name, rec,
@@ -157,4 +171,19 @@ void kvt_purge_inode(struct kvt_fs *fs, struct kvt_inode *ino,
 	if (p)
 		kvt_inode_unlock(p);
 	kvt_dir_unref(pd);
+}
+
+void kvt_unpublish(struct kvt_fs *fs, struct kvt_inode *ino, const struct kvt_record *rec,
+		   int err, fuse_ino_t old_parent, const char *old_name)
+{
+	struct kvt_torn_info why = { .why = KVT_UNSYNCED, .err = -err };
+	struct kvt_note note;
+
+	/* The name replaced or removed since: nothing of this publication
+	 * is left to take back. */
+	kvt_purge_inode(fs, ino, rec, &why, &note);
+	/* Queued: a rename's reply waits with the directories locked. */
+	kvt_notify(fs, &note, false);
+	if (old_parent)
+		kvt_notify_entry(fs, old_parent, old_name);
 }

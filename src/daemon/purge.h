@@ -12,12 +12,14 @@ enum kvt_torn {
 	KVT_TORN_HASH,    /* its bytes differ from the record's hash */
 	KVT_TORN_SHORT,   /* a read found fewer bytes than recorded */
 	KVT_TORN_RECORD,  /* the name record does not parse */
+	KVT_UNSYNCED,     /* not torn: -o sync, and its publication's sync failed */
 };
 
 struct kvt_torn_info {
 	enum kvt_torn why;
 	uint64_t found_size;
 	kvt_hash found_hash;
+	int err;          /* KVT_UNSYNCED: the sync's errno */
 };
 
 /* Purges @name in @p, whose lower directory is @pd (caller holds
@@ -36,6 +38,19 @@ void kvt_purge_inode(struct kvt_fs *fs, struct kvt_inode *ino,
 		     const struct kvt_record *rec, const struct kvt_torn_info *torn,
 		     struct kvt_note *note);
 
+/* Takes back the publication of @rec at @ino, whose sync failed with
+ * -@err under -o sync, before the call that published (a rename, a
+ * close, an fsync) answers that error: the name goes, if it still shows
+ * @rec, with the object's reference (other names that share its bytes
+ * keep theirs).  The kernel is told to forget the name, and @old_parent's
+ * @old_name when not 0 (a rename's source, which the kernel keeps on an
+ * error).  No lock held. */
+void kvt_unpublish(struct kvt_fs *fs, struct kvt_inode *ino, const struct kvt_record *rec,
+		   int err, fuse_ino_t old_parent, const char *old_name);
+
 /* The last KVT_RECENT_PURGES purges, oldest first, a line each:
- * "<unix seconds> <the log line>" (user.kvtierfs.purges). */
-GString *kvt_purges_format(struct kvt_fs *fs);
+ * "<unix seconds> <the log line>" (user.kvtierfs.purges); without
+ * @paths, "<unix seconds> " KVT_PURGE_WITHHELD: the line names a path
+ * (in any user's directory) and the hash of the bytes found there. */
+#define KVT_PURGE_WITHHELD "purged a name (which, and why, is shown to root only)"
+GString *kvt_purges_format(struct kvt_fs *fs, bool paths);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "object.h"
+#include "purge.h"
 #include "resolve.h"
 
 struct kvt_meta kvt_inode_meta(const struct kvt_inode *ino, bool set_times)
@@ -442,6 +443,10 @@ again:
 	}
 	if (ret == 0 && fs->sync)
 		sret = kvt_store_sync_published(fs->store, pd, name, &id);
+	/* Published, but not durable: the close or fsync fails, and the
+	 * name goes, as a rename's does (namespace.c). */
+	if (sret < 0)
+		kvt_unpublish(fs, ino, &id, sret, 0, NULL);
 	kvt_dir_unref(pd);
 	kvt_version_wake(ino);
 	if (ret < 0)

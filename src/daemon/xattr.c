@@ -6,8 +6,11 @@
  * published, so it follows the name across rename and remount, within
  * -o max_xattr_size a file and -o xattr_memory in memory (bounds.h).  Other
  * namespaces are not stored; security.capability, which the kernel asks
- * before every write, is answered here without any lower I/O.  The mount
- * root has user.kvtierfs.stats, the mount's counters. */
+ * before every write, is answered here without any lower I/O; nor are
+ * they listed, whatever a record or a lower directory carries.  The mount
+ * root has user.kvtierfs.stats, the mount's counters, and .purges, which
+ * show a user of a shared mount nothing of what others store
+ * (sees_all). */
 #include <errno.h>
 #include <string.h>
 #include <sys/xattr.h>
@@ -85,16 +88,27 @@ static char *own_value(struct kvt_fs *fs, struct kvt_inode *ino, const char *nam
 	return NULL;
 }
 
+/* Whether @req's caller may learn what others store: root, and the user
+ * who mounted (who owns LOWERDIR and can read it all there).  Another
+ * user must not: whether a store of a guess dedups, and the paths of the
+ * names purged, tell him what other users' files hold and are called. */
+static bool sees_all(fuse_req_t req)
+{
+	uid_t uid = fuse_req_ctx(req)->uid;
+
+	return uid == 0 || uid == geteuid();
+}
+
 /* The mount's own attributes on its root, for kvtierfs-stat; NULL for
- * another name. */
-static GString *root_value(struct kvt_fs *fs, const char *name)
+ * another name.  @all: for a caller who sees_all. */
+static GString *root_value(struct kvt_fs *fs, const char *name, bool all)
 {
 	GString *s;
 
 	if (!strcmp(name, STATS_NAME))
-		return kvt_stats_format(&fs->stats);
+		return all ? kvt_stats_format(&fs->stats) : kvt_stats_format_public(&fs->stats);
 	if (!strcmp(name, PURGES_NAME))
-		return kvt_purges_format(fs);
+		return kvt_purges_format(fs, all);
 	if (strcmp(name, MOUNT_NAME))
 		return NULL;
 	s = g_string_new(NULL);
@@ -118,7 +132,7 @@ void kvt_op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name, size_t size
 		return;
 	}
 	if (ino == fs->root && g_str_has_prefix(name, OWN_PREFIX)) {
-		g_autoptr(GString) s = root_value(fs, name);
+		g_autoptr(GString) s = root_value(fs, name, sees_all(req));
 
 		if (s)
 			reply_value(req, s->str, s->len, size);
@@ -297,6 +311,17 @@ static void list_add(GString *s, const char *name)
 	g_string_append_len(s, name, strlen(name) + 1);
 }
 
+/* Whether @name, found on a record or a lower directory, is the
+ * client's to see: user.* only, as getxattr answers.  A record or a
+ * directory on the lower disk may carry others (trusted.*, security.*,
+ * put there by another program, or by hand); they are not the
+ * client's, and their names alone may say what they should not.  A
+ * user.kvtierfs.* there is shadowed by kvtierfs's own. */
+static bool client_name(const char *name)
+{
+	return g_str_has_prefix(name, "user.") && !g_str_has_prefix(name, OWN_PREFIX);
+}
+
 void kvt_op_listxattr(fuse_req_t req, fuse_ino_t n, size_t size)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
@@ -310,8 +335,9 @@ void kvt_op_listxattr(fuse_req_t req, fuse_ino_t n, size_t size)
 
 		if (len == 0)
 			len = kvt_dir_listxattr(d, buf, XATTR_LIST_MAX);
-		if (len > 0)
-			g_string_append_len(s, buf, len);
+		for (ssize_t at = 0; at < len; at += strlen(buf + at) + 1)
+			if (client_name(buf + at))
+				list_add(s, buf + at);
 		if (ino == fs->root) {
 			list_add(s, STATS_NAME);
 			list_add(s, MOUNT_NAME);
@@ -329,7 +355,8 @@ void kvt_op_listxattr(fuse_req_t req, fuse_ino_t n, size_t size)
 
 			g_hash_table_iter_init(&it, ino->rec.xattrs);
 			while (g_hash_table_iter_next(&it, &k, &v))
-				list_add(s, k);
+				if (client_name(k))
+					list_add(s, k);
 		}
 		kvt_inode_unlock(ino);
 	}

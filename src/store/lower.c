@@ -294,6 +294,71 @@ int kvt_dir_seen(struct kvt_dir *d, struct stat *st)
 	return ret;
 }
 
+/* Whether this process has /proc/self/fd, through which an O_PATH
+ * descriptor opens for real (kvt_file_reopen). */
+static bool have_proc_fd(void)
+{
+	static gsize known;
+	static bool have;
+
+	if (g_once_init_enter(&known)) {
+		have = access("/proc/self/fd", X_OK) == 0;
+		g_once_init_leave(&known, 1);
+	}
+	return have;
+}
+
+/* The regular file @d/@name opened with @flags (no O_CREAT), @st its
+ * metadata: looked at through an O_PATH descriptor first, which opens
+ * nothing, so that a device node or a FIFO planted where a record, an
+ * object or a lock should be is refused without its driver's open ever
+ * running (a device's open can rewind a tape, a FIFO's wait for a
+ * writer); then opened from that descriptor, which holds the inode
+ * looked at, whatever is put at the name meanwhile.  On a network file
+ * system the calls are the same round trips as an open and a stat by
+ * name: the lookup, the attributes it brought, the open. */
+static int open_regular(struct kvt_dir *d, const char *name, int flags, struct stat *st)
+{
+	for (int stale = 0;; stale++) {
+		kvt_autofd path = openat(d->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		struct stat now;
+		int fd;
+
+		if (path < 0 && errno == ESTALE && stale < 2)
+			continue;
+		if (path < 0)
+			return FAIL("open", name);
+		if (fstat(path, st))
+			return FAIL("stat", name);
+		if (!S_ISREG(st->st_mode))
+			return -EBADMSG;
+		if (have_proc_fd()) {
+			fd = kvt_file_reopen(path, flags | O_NONBLOCK);
+			/* ESTALE: another client removed it meanwhile; the
+			 * name, looked up again, says what is there now. */
+			if (fd == -ESTALE && stale < 2)
+				continue;
+			return fd < 0 ? kvt_lower_failed("open", name, -fd) : fd;
+		}
+		/* No /proc (a chroot without it): by its name again, which
+		 * must still be the file looked at.  O_NONBLOCK: a FIFO
+		 * swapped in between the two looks does not hang the open. */
+		fd = openat(d->fd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0 && errno == ESTALE && stale < 2)
+			continue;
+		if (fd < 0)
+			return errno == ELOOP || errno == ENXIO ? -EBADMSG : FAIL("open", name);
+		if (fstat(fd, &now) || now.st_ino != st->st_ino || now.st_dev != st->st_dev ||
+		    !S_ISREG(now.st_mode)) {
+			close(fd);
+			if (stale < 2)
+				continue; /* changed between the looks: again */
+			return -EBADMSG;
+		}
+		return fd;
+	}
+}
+
 int kvt_dir_open_file(struct kvt_dir *d, const char *name, int flags, mode_t mode,
 		      struct stat *st)
 {
@@ -302,30 +367,32 @@ int kvt_dir_open_file(struct kvt_dir *d, const char *name, int flags, mode_t mod
 
 	CHECK_NAME(name);
 	FAULT(flags & O_CREAT ? KVT_FAULT_CREATE : KVT_FAULT_OPEN, name, NULL);
-	/* O_NONBLOCK: a FIFO planted where a file should be must not hang
-	 * the open; it is refused below.  On a regular file it changes
-	 * nothing. */
-	fd = flags & O_CREAT ? openat(d->fd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode)
-			     : AGAIN_IF_STALE(openat(d->fd, name,
-						     flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode));
-	if (fd < 0)
-		return errno == ELOOP || errno == ENXIO ? -EBADMSG : FAIL("open", name);
-	/* O_EXCL made it: a new regular file, nothing to check. */
-	if (!st && (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
-		return fd;
 	if (!st)
 		st = &own;
-	if (fstat(fd, st)) {
-		int ret = FAIL("stat", name);
+	if (!(flags & O_CREAT))
+		return open_regular(d, name, flags, st);
+	for (int raced = 0;; raced++) {
+		if (!(flags & O_EXCL)) {
+			/* There already: opened as any other. */
+			fd = open_regular(d, name, flags & ~O_CREAT, st);
+			if (fd != -ENOENT)
+				return fd;
+		}
+		/* Made here with O_EXCL: a new regular file, nothing to
+		 * check. */
+		fd = openat(d->fd, name, flags | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd < 0 && errno == EEXIST && !(flags & O_EXCL) && raced < 8)
+			continue; /* made by another meanwhile: opened */
+		if (fd < 0)
+			return errno == ELOOP ? -EBADMSG : FAIL("open", name);
+		if (st != &own && fstat(fd, st)) {
+			int ret = FAIL("stat", name);
 
-		close(fd);
-		return ret;
+			close(fd);
+			return ret;
+		}
+		return fd;
 	}
-	if (!S_ISREG(st->st_mode)) {
-		close(fd);
-		return -EBADMSG;
-	}
-	return fd;
 }
 
 int kvt_file_reopen(int fd, int flags)
@@ -334,9 +401,10 @@ int kvt_file_reopen(int fd, int flags)
 	int nfd;
 
 	/* Through the file's own link in /proc: no lookup of its name,
-	 * which on a network file system is a round trip to the server. */
+	 * which on a network file system is a round trip to the server.
+	 * Never O_NOFOLLOW, which that link would refuse (ELOOP). */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	nfd = open(path, flags | O_CLOEXEC);
+	nfd = open(path, (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL)) | O_CLOEXEC);
 	return nfd < 0 ? -errno : nfd;
 }
 

@@ -6,8 +6,9 @@
  * symbolic link: names are opened with O_NOFOLLOW, paths of several
  * components with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) (one
  * O_NOFOLLOW component at a time where openat2 is missing), and where a
- * regular file is expected anything else is refused, without blocking on
- * a FIFO.  So whatever a hostile or damaged lower directory holds, nothing
+ * regular file is expected anything else is refused without being opened
+ * (an O_PATH look first): a FIFO or a device node planted there never has
+ * its open run.  So whatever a hostile or damaged lower directory holds, nothing
  * outside LOWERDIR is read, written or removed.
  *
  * Errors are -errno; -EBADMSG means "there, but not a regular file" where
@@ -84,7 +85,10 @@ int kvt_dir_inherit(struct kvt_dir *d, gint64 max_age_us, mode_t *mode, gid_t *g
  * -ENODATA if it never was. */
 int kvt_dir_seen(struct kvt_dir *d, struct stat *st);
 /* Opens the regular file @name (flags as open(2), O_CREAT allowed);
- * @st (may be NULL) gets its metadata. */
+ * @st (may be NULL) gets its metadata.  What is there is looked at
+ * through an O_PATH descriptor and opened from it only if it is a
+ * regular file (-EBADMSG else); a file made here (O_CREAT) needs no
+ * look. */
 int kvt_dir_open_file(struct kvt_dir *d, const char *name, int flags, mode_t mode,
 		      struct stat *st);
 /* The file open at @fd opened again with @flags (O_WRONLY, O_DIRECT...),

@@ -601,6 +601,21 @@ static const char *run_pass(struct pass *p)
 		return why;
 	if (fs_now(p->s, &p->x) < 0)
 		return "the file system's time cannot be read";
+	/* The staging of a dead mount removed just now changed the ctime
+	 * of the objects its files linked, maybe within X's tick of the
+	 * file system's clock: X is taken on a later tick, so that this
+	 * pass, not the next, reclaims those it alone held. */
+	for (int tick = 0; p->res->stale_stages && tick < 100; tick++) {
+		struct timespec later;
+
+		g_usleep(1000);
+		if (fs_now(p->s, &later) < 0)
+			return "the file system's time cannot be read";
+		if (ts_before(&p->x, &later)) {
+			p->x = later;
+			break;
+		}
+	}
 	p->settled = ts_minus(&p->x, p->r->o.anchor_grace);
 	p->live = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	why = scan_staging(p, p->live, false);

@@ -1,7 +1,9 @@
 /* kvtierfs-stat: a mount's counters, space and recent purges, read from
  * the xattrs of its root (user.kvtierfs.stats, .mount, .purges), for a
  * person or, as JSON or Prometheus text, for a machine.  No socket: what
- * getfattr can read, this reads. */
+ * getfattr can read, this reads.  The daemon shows a caller other than
+ * root (or the user who mounted) fewer counters, and purges without their
+ * paths (xattr.c): shown as they come, a counter absent is left out. */
 #include <errno.h>
 #include <locale.h>
 #include <math.h>

@@ -62,13 +62,61 @@ static const char *message_of(const GLogField *fields, gsize n)
 	return "";
 }
 
-/* The journal gets glib's fields (priority, code location) and a name to
- * be found by: journalctl -t kvtierfs. */
-static GLogWriterOutput to_journal(GLogLevelFlags flags, const GLogField *fields, gsize n)
+static bool needs_escape(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f || c == '\\';
+}
+
+/* @msg with its control characters escaped (\n, \t, \r, \x1b...) and
+ * its backslashes doubled, or NULL when it has none.  Names come from
+ * clients: one with a newline must not end the line and forge another,
+ * nor one with an escape sequence drive the operator's terminal. */
+static char *escape_controls(const char *msg)
+{
+	GString *out;
+
+	for (const char *p = msg;; p++) {
+		if (!*p)
+			return NULL;
+		if (needs_escape(*p))
+			break;
+	}
+	out = g_string_sized_new(strlen(msg) + 16);
+	for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+		if (!needs_escape(*p))
+			g_string_append_c(out, *p);
+		else if (*p == '\\')
+			g_string_append(out, "\\\\");
+		else if (*p == '\n')
+			g_string_append(out, "\\n");
+		else if (*p == '\t')
+			g_string_append(out, "\\t");
+		else if (*p == '\r')
+			g_string_append(out, "\\r");
+		else
+			g_string_append_printf(out, "\\x%02x", *p);
+	}
+	return g_string_free(out, FALSE);
+}
+
+char *kvt_log_escape(const char *s)
+{
+	char *escaped = escape_controls(s);
+
+	return escaped ? escaped : g_strdup(s);
+}
+
+/* The journal gets glib's fields (priority, code location), the message
+ * @msg, and a name to be found by: journalctl -t kvtierfs. */
+static GLogWriterOutput to_journal(GLogLevelFlags flags, const GLogField *fields, gsize n,
+				   const char *msg)
 {
 	g_autofree GLogField *all = g_new(GLogField, n + 1);
 
 	memcpy(all, fields, n * sizeof(*fields));
+	for (gsize i = 0; i < n; i++)
+		if (!strcmp(all[i].key, "MESSAGE"))
+			all[i] = (GLogField){ "MESSAGE", msg, -1 };
 	all[n] = (GLogField){ "SYSLOG_IDENTIFIER", "kvtierfs", -1 };
 	return g_log_writer_journald(flags, all, n + 1, NULL);
 }
@@ -91,21 +139,26 @@ static GLogWriterOutput writer(GLogLevelFlags flags, const GLogField *fields, gs
 			       gpointer data)
 {
 	enum kvt_log_level level = level_of(flags);
-	const char *msg = message_of(fields, n);
+	g_autofree char *escaped = NULL;
+	const char *msg;
 
 	if (level > log_level)
 		return G_LOG_WRITER_HANDLED;
+	msg = message_of(fields, n);
+	escaped = escape_controls(msg);
+	if (escaped)
+		msg = escaped;
 	switch (log_target) {
 	case TO_FILE:
 		to_file(level, msg);
 		return G_LOG_WRITER_HANDLED;
 	case TO_SYSTEM:
-		if (to_journal(flags, fields, n) == G_LOG_WRITER_HANDLED)
+		if (to_journal(flags, fields, n, msg) == G_LOG_WRITER_HANDLED)
 			return G_LOG_WRITER_HANDLED;
 		syslog(syslog_priority(level), "%s%s", tag_of(level), msg);
 		return G_LOG_WRITER_HANDLED;
 	case TO_STDERR:
-		if (log_journal && to_journal(flags, fields, n) == G_LOG_WRITER_HANDLED)
+		if (log_journal && to_journal(flags, fields, n, msg) == G_LOG_WRITER_HANDLED)
 			return G_LOG_WRITER_HANDLED;
 		fprintf(stderr, "kvtierfs: %s%s\n", tag_of(level), msg);
 		return G_LOG_WRITER_HANDLED;

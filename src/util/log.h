@@ -30,6 +30,11 @@ bool kvt_log_to_file(const char *path, GError **error);
  * reconnects to syslog.  Called on SIGHUP. */
 void kvt_log_reopen(void);
 
+/* @s as a log line has it (newly allocated): control characters
+ * escaped as \n, \t, \r or \xHH, backslashes doubled.  Every line logged
+ * is escaped so; this is for text shown elsewhere (user.kvtierfs.purges). */
+char *kvt_log_escape(const char *s);
+
 /* Debug lines are wanted: worth building a path for. */
 bool kvt_log_debug_on(void);
 

@@ -3,6 +3,7 @@
  * add and never take a lock. */
 #pragma once
 #include <glib.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define KVT_STATS(X)                                                          \
@@ -59,3 +60,8 @@ static inline uint64_t kvt_stat_get(const struct kvt_stats *s, enum kvt_stat whi
 
 /* "name value\n" per counter. */
 GString *kvt_stats_format(const struct kvt_stats *s);
+/* The same without the counters that tell whether bytes were stored
+ * before (dedups, objects, bytes_stored, orphans_reclaimed,
+ * orphan_bytes_reclaimed): for a caller who may not learn what others
+ * store. */
+GString *kvt_stats_format_public(const struct kvt_stats *s);
