@@ -39,9 +39,10 @@
 #
 # KVT_LOGWRITES_POINTS: "all" (the default with KVT_STRESS=1), or how many
 # points to check (default 16): the named marks, then marks, flushes and
-# points between after "ready", each spread over the log.  KVT_LOGWRITES_BLOCKS (16, 24
-# with KVT_STRESS=1): blocks per client; KVT_LOGWRITES_SIZE (64K, 256K):
-# their size; KVT_LOGWRITES_DISK (64M, 256M): the disk;
+# points between after "ready", each spread over the log.  All of them is
+# some 750 points, 10 s each emulated: two hours.  KVT_LOGWRITES_BLOCKS
+# (16): blocks per client; KVT_LOGWRITES_SIZE (64K, 256K with
+# KVT_STRESS=1): their size; KVT_LOGWRITES_DISK (64M, 256M): the disk;
 # KVT_LOGWRITES_OPTS (uring=0): the options of the mount that stores.
 # One line per point: its entry, kind, blocks loaded, synced blocks
 # required, lost, wrong; and the summary line of the fault suite.
@@ -55,7 +56,7 @@ kvt_setup
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 : "${KVT_LOGWRITES:=$top_builddir/tests/logwrites}"
 : "${KVT_LOGWRITES_POINTS:=$(kvt_stress_pick 16 all)}"
-: "${KVT_LOGWRITES_BLOCKS:=$(kvt_stress_pick 16 24)}"
+: "${KVT_LOGWRITES_BLOCKS:=16}"
 : "${KVT_LOGWRITES_SIZE:=$(kvt_stress_pick 64K 256K)}"
 : "${KVT_LOGWRITES_DISK:=$(kvt_stress_pick 64M 256M)}"
 # The mount the clients store through: io_uring's reads of a file on a
@@ -162,11 +163,19 @@ kvt_mount $OPTS
 lw_mark ready || bail "cannot mark the log"
 
 pids=()
-common=(--dir "$MNT" --blocks "$BLOCKS" --size "$SIZE" --threads 2)
+# one thread each: the stores come one after another, and a mark can fall
+# between any two
+common=(--dir "$MNT" --blocks "$BLOCKS" --size "$SIZE" --threads 1)
+# a block's bytes follow from its key: keys of their own, so that no two
+# clients share an object (one client's sync would make the other's bytes
+# durable)
+base=0
 start() {
 	local k=$1
 	shift
-	"$KVCLIENT" vllm-store "${common[@]}" --model "$k" --manifest "$T/manifest.$k" "$@" \
+	base=$((base + 1000000))
+	"$KVCLIENT" vllm-store "${common[@]}" --key-base "$base" --model "$k" \
+		--manifest "$T/manifest.$k" "$@" \
 		>"$T/client.$k.out" 2>"$T/client.$k.err" {_kvt_out}>&- {_kvt_err}>&- &
 	pids+=("$!")
 	kvt_bg "$!"

@@ -6,9 +6,10 @@
 # Debian's kernel (tests/vm.sh), since this machine's kernel has no
 # device mapper.  Its TAP output is this file's.
 #
-# CI checks 16 points of a short run; KVT_STRESS=1 (scripts/stress) every
-# flush and mark of a longer one, and KVT_LOGWRITES_POINTS=all does that
-# here (see tests/logwrites-inner.sh for the other variables).
+# CI checks 16 points of a short run (3 to 4 minutes, emulated);
+# KVT_STRESS=1 (scripts/stress) every flush, mark and point between, of
+# bigger blocks (some two hours); KVT_LOGWRITES_POINTS=all checks them all
+# here (tests/logwrites-inner.sh has the other variables).
 # kvt-timeout: 900
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/vm.sh"
