@@ -137,7 +137,6 @@ lw_synced() {
 # ---------------------------------------------------------------- record
 
 t0=$SECONDS
-why=
 truncate -s "$KVT_LOGWRITES_DISK" "$IMG" && truncate -s 1G "$LOG" || bail "truncate failed"
 # 4 KiB blocks as on a real disk; no lazy init: no background zeroing
 mkfs.ext4 -q -F -b 4096 -E lazy_itable_init=0,lazy_journal_init=0 "$IMG" ||
@@ -184,7 +183,7 @@ start rename --odirect --fsync
 start posix --odirect --fsync-dir
 start inplace --buffered --in-place --fsync
 start nosync --odirect
-# a mark whenever more synced stores were acknowledged (every 0.2 s at most)
+# a mark whenever more synced stores were acknowledged (every 0.1 s at most)
 marks=0 last=0 running=1 tc=$SECONDS
 exec {idle}<> <(:) # read -t on it: a sleep without a process
 while [ "$running" = 1 ] && [ $((SECONDS - tc)) -lt "$KVT_CMD_TIMEOUT" ]; do
@@ -219,6 +218,10 @@ lw_mark stored || bail "cannot mark the log"
 kvt_umount
 umount "$DISK" || bail "cannot unmount ext4 from /dev/mapper/$DM"
 lw_mark clean || bail "cannot mark the log"
+# a log that ran out of room (or met an error) stops logging: it would
+# lack the last writes
+lw_status=$(dmsetup status "$DM") && [[ $lw_status != *logging_disabled* ]] ||
+	bail "the log is not whole: dmsetup status $DM: ${lw_status:-failed}"
 dmsetup remove --noudevsync "$DM" || bail "dmsetup remove $DM failed"
 lw_cleanup
 
