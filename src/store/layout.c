@@ -48,6 +48,21 @@ const char *kvt_layout_what_is(struct kvt_dir *d, const char *name)
 	}
 }
 
+/* Whether @name in @root is an empty directory. */
+static bool empty_dir(struct kvt_dir *root, const char *name)
+{
+	g_autoptr(kvt_dir) d = NULL;
+	g_autoptr(GPtrArray) ents = NULL;
+	int ret = kvt_dir_open(root, name, &d);
+
+	if (ret < 0)
+		return false;
+	ents = kvt_dir_list(d, false, &ret);
+	return ents && ents->len == 0;
+}
+
+/* Empty, or a store that a power cut stopped half made (create_store):
+ * its empty areas, a marker not renamed yet.  Either is made a store. */
 static bool is_empty(struct kvt_dir *root)
 {
 	int ret;
@@ -57,9 +72,14 @@ static bool is_empty(struct kvt_dir *root)
 		return false;
 	for (guint i = 0; i < ents->len; i++) {
 		const struct kvt_dirent *e = ents->pdata[i];
+		bool area = false;
 
 		/* A fresh ext4 file system has lost+found. */
-		if (strcmp(e->name, "lost+found"))
+		if (!strcmp(e->name, "lost+found") || !strcmp(e->name, KVT_MARKER ".new"))
+			continue;
+		for (size_t a = 0; a < G_N_ELEMENTS(new_areas); a++)
+			area = area || !strcmp(e->name, new_areas[a]);
+		if (!area || !empty_dir(root, e->name))
 			return false;
 	}
 	return true;
@@ -126,7 +146,6 @@ int kvt_layout_write_marker(struct kvt_dir *root)
 	if (ret == 0 && write(fd, buf, len) != len)
 		ret = errno ? -errno : -EIO;
 	if (ret == 0)
-		if (ret == 0)
 		ret = kvt_file_sync(fd, KVT_MARKER ".new");
 	if (ret < 0) {
 		kvt_dir_unlink(root, KVT_MARKER ".new");

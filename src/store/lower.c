@@ -332,8 +332,11 @@ static int open_regular(struct kvt_dir *d, const char *name, int flags, struct s
 			return FAIL("stat", name);
 		if (!S_ISREG(st->st_mode))
 			return -EBADMSG;
+		/* Known regular: opened without O_NONBLOCK, which io_uring
+		 * honours on regular files too (a read answers -EAGAIN
+		 * instead of waiting for the disk). */
 		if (have_proc_fd()) {
-			fd = kvt_file_reopen(path, flags | O_NONBLOCK);
+			fd = kvt_file_reopen(path, flags);
 			/* ESTALE: another client removed it meanwhile; the
 			 * name, looked up again, says what is there now. */
 			if (fd == -ESTALE && stale < 2)
@@ -354,6 +357,12 @@ static int open_regular(struct kvt_dir *d, const char *name, int flags, struct s
 			if (stale < 2)
 				continue; /* changed between the looks: again */
 			return -EBADMSG;
+		}
+		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
+			int ret = FAIL("fcntl", name);
+
+			close(fd);
+			return ret;
 		}
 		return fd;
 	}
