@@ -169,11 +169,7 @@ static void raise_nofile(void)
 /* After raise_nofile: max_pending follows the descriptor limit. */
 static void start_bounds(struct kvt_fs *fs, const struct kvt_options *o)
 {
-	g_autofree char *bounds = NULL;
-
 	kvt_bounds_init(&fs->bounds, o);
-	bounds = kvt_bounds_describe(&fs->bounds);
-	g_info("bounds: %s", bounds);
 }
 
 /* How often each KVT_FAULTS rule fired, for the test that set them. */
@@ -275,7 +271,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	struct kvt_hup_thread hup = { 0 };
 	struct kvt_guard *guard;
 	struct fuse_loop_config *loop;
-	g_autofree char *opts = NULL;
+	g_autofree char *opts = NULL, *bounds = NULL;
 	bool aborted;
 	int ret;
 
@@ -308,6 +304,14 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	kvt_hup_thread_start(&hup);
 	opts = kvt_options_describe(o);
 	g_message("mounted %s on %s, pid %d (%s)", lower, mnt, (int)getpid(), opts);
+	/* Here, not when found: a mount started in the background says
+	 * nothing on its terminal (t-service.sh), and logs where it will. */
+	bounds = kvt_bounds_describe(&fs->bounds);
+	g_info("bounds: %s", bounds);
+	if (kvt_store_root_closed_from(fs->store))
+		g_message("LOWERDIR %s: mode %04o made 0700: others could reach the store "
+			  "around the mount", lower,
+			  (unsigned int)kvt_store_root_closed_from(fs->store));
 	if (fs->remote_kind)
 		g_message("verify=auto: the store is on %s, whose size and times do not "
 			  "prove the bytes unchanged: every open for reading hashes",

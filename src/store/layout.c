@@ -231,8 +231,9 @@ int kvt_layout_close_root(struct kvt_layout *l)
 	return 1;
 }
 
-/* A store that others can enter is closed, and the log says so; one that
- * cannot be closed (not ours to change, read-only) is refused. */
+/* A store that others can enter is closed (out->root_closed_from says it
+ * was, for the caller to log); one that cannot be closed (not ours to
+ * change, read-only) is refused. */
 static bool close_root(struct kvt_layout *out, const char *lowerdir, GError **err)
 {
 	mode_t was = out->root_mode;
@@ -243,8 +244,7 @@ static bool close_root(struct kvt_layout *out, const char *lowerdir, GError **er
 			    " is mode %04o: others can reach the store around the mount, and it "
 			    "cannot be made 0700: %s", (unsigned int)was, g_strerror(-ret));
 	if (ret > 0)
-		g_message("LOWERDIR %s: mode %04o made 0700: others could reach the store "
-			  "around the mount", lowerdir, (unsigned int)was);
+		out->root_closed_from = was;
 	return true;
 }
 

@@ -40,6 +40,9 @@ struct kvt_layout {
 	struct kvt_dir *staging; /* staging/, every mount's */
 	struct kvt_dir *moves;   /* moves/; NULL in a store made before it */
 	mode_t root_mode;        /* LOWERDIR's permission bits, as opened */
+	mode_t root_closed_from; /* the bits it had when the open made it
+				  * 0700 (0: it was closed): for the mount
+				  * to log once it logs where it will */
 };
 
 #define KVT_MOVES "moves"

@@ -221,6 +221,11 @@ guint kvt_store_stale_removed(struct kvt_store *s)
 	return s->stale_removed;
 }
 
+mode_t kvt_store_root_closed_from(struct kvt_store *s)
+{
+	return s->layout.root_closed_from;
+}
+
 bool kvt_store_no_exchange(struct kvt_store *s)
 {
 	return __atomic_load_n(&s->no_exchange, __ATOMIC_RELAXED);

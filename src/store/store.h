@@ -37,6 +37,8 @@ guint kvt_store_stale_removed(struct kvt_store *s);
 /* The lower file system refuses RENAME_EXCHANGE: names change under
  * holds (hold.h). */
 bool kvt_store_no_exchange(struct kvt_store *s);
+/* LOWERDIR's permission bits when this open made it 0700, else 0. */
+mode_t kvt_store_root_closed_from(struct kvt_store *s);
 /* Whether another mount holds its staging lock now: 1 yes, 0 no, or
  * -errno.  The look stops at the first live one: each mount looks every
  * second, and on a network file system each lock looked at is a few
