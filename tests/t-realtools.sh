@@ -89,6 +89,27 @@ cat >"$T/ident.py" <<-'PY'
 	b = os.lstat(d + "/blk.bin")
 	if a.st_ino != b.st_ino:
 	    bad.append("renamed: ino %d, then %d" % (a.st_ino, b.st_ino))
+	# A truncate changes the data: mtime and ctime move (pjdfstest's
+	# truncate/00, ftruncate/00, open/00); one that fails moves nothing.
+	import time
+	a = os.lstat(d + "/full"); time.sleep(0.02)
+	os.truncate(d + "/full", 10)
+	b = os.lstat(d + "/full")
+	if not (b.st_ctime_ns > a.st_ctime_ns and b.st_mtime_ns > a.st_mtime_ns):
+	    bad.append("truncate: ctime %d -> %d, mtime %d -> %d" %
+	               (a.st_ctime_ns, b.st_ctime_ns, a.st_mtime_ns, b.st_mtime_ns))
+	time.sleep(0.02)
+	os.close(os.open(d + "/full", os.O_WRONLY | os.O_TRUNC))
+	c = os.lstat(d + "/full")
+	if not (c.st_ctime_ns > b.st_ctime_ns and c.st_size == 0):
+	    bad.append("O_TRUNC: ctime %d -> %d, size %d" % (b.st_ctime_ns, c.st_ctime_ns, c.st_size))
+	try:
+	    os.truncate(d + "/full", -1)
+	except OSError:
+	    pass
+	e = os.lstat(d + "/full")
+	if e.st_ctime_ns != c.st_ctime_ns:
+	    bad.append("a failed truncate moved ctime %d -> %d" % (c.st_ctime_ns, e.st_ctime_ns))
 	with open(d + "/inos", "w") as f:
 	    for n in ("empty", "full", "blk.bin"):
 	        f.write("%s %d\n" % (n, os.lstat(d + "/" + n).st_ino))
@@ -97,7 +118,7 @@ cat >"$T/ident.py" <<-'PY'
 	PY
 mkdir "$MNT/ident" || bail "mkdir failed"
 out=$(kvt_run /usr/bin/python3 "$T/ident.py" "$MNT/ident" 2>&1)
-ok $? "a file keeps its inode number and ctime through its publication (close, rename)" ||
+ok $? "a file keeps its inode number and ctime through its publication (close, rename); a truncate moves ctime and mtime" ||
 	diag "$out"
 cp "$MNT/ident/inos" "$T/inos.before" || bail "cp failed"
 

@@ -105,8 +105,19 @@ void kvt_op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_set,
 			fuse_reply_err(req, EISDIR);
 			return;
 		}
+		struct timespec was_m, was_c;
+
 		kvt_inode_lock(ino);
 		ret = ino->has_record && ino->rec.kind != KVT_KIND_FILE ? -EINVAL : 0;
+		/* A truncate changes the data: mtime and ctime are now, set
+		 * before the publication it may make keeps ctime (version.c),
+		 * and put back if it fails. */
+		was_m = ino->meta.st_mtim;
+		was_c = ino->meta.st_ctim;
+		if (ret == 0) {
+			clock_gettime(CLOCK_REALTIME, &ino->meta.st_ctim);
+			ino->meta.st_mtim = ino->meta.st_ctim;
+		}
 		kvt_inode_unlock(ino);
 		if (ret < 0)
 			goto out; /* a link or a special file has no bytes */
@@ -114,11 +125,16 @@ void kvt_op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_set,
 		 * handle: that is a truncate by path. */
 		ret = kvt_version_set_size(fs, ino, attr->st_size, wstage,
 					   fuse_req_ctx(req)->pid);
+		kvt_inode_lock(ino);
+		if (ret < 0) {
+			ino->meta.st_mtim = was_m;
+			ino->meta.st_ctim = was_c;
+		} else {
+			ino->times_set = 0; /* the version changed after them */
+		}
+		kvt_inode_unlock(ino);
 		if (ret < 0)
 			goto out;
-		kvt_inode_lock(ino);
-		ino->times_set = 0; /* the version changed after them */
-		kvt_inode_unlock(ino);
 	}
 	/* "Now" is read here, not left to the lower file system, whose
 	 * clock is the coarse one: a time set now must not come out older
