@@ -685,6 +685,25 @@ time.sleep(300)' "$1" "$2" >"$fifo" 2>>"$T/holder.err" &
 	[ "$line" = written ]
 }
 
+# kvt_make_users USER...: unprivileged users (their own group, no home),
+# made when absent and left in place for later runs; bail if one cannot.
+kvt_make_users() {
+	local u
+	for u in "$@"; do
+		id -u "$u" >/dev/null 2>&1 || useradd -M -U -s /usr/sbin/nologin "$u" 2>/dev/null
+		id -u "$u" >/dev/null 2>&1 || bail "cannot make user $u"
+	done
+}
+
+# kvt_as USER CMD...: CMD as USER (his gid and groups), in $MNT, under the
+# hang guard.  The directories above $T are tests/run's, 0700: such a
+# user names his paths from $MNT (../in/a), and $T must be 0755.
+kvt_as() {
+	local u=$1
+	shift
+	(cd "$MNT" && kvt_run setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups "$@")
+}
+
 # kvt_drop_caches [--no-sync]: the kernel lets go of clean pages, dentries
 # and inodes, as a host's kernel does when it needs the memory: the next
 # access looks the name up and reads the bytes from below.  The sync

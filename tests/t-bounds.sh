@@ -28,10 +28,7 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3) || bail "python3 is missing"
 U1=kvtu1
 U2=kvtu2
-for u in "$U1" "$U2"; do
-	id -u "$u" >/dev/null 2>&1 || useradd -M -U -s /usr/sbin/nologin "$u" 2>/dev/null
-	id -u "$u" >/dev/null 2>&1 || bail "cannot make user $u"
-done
+kvt_make_users "$U1" "$U2"
 UID1=$(id -u "$U1")
 # Uids without an account: the bounds go by number.
 X1=60901
@@ -45,11 +42,7 @@ chmod 755 "$T"
 # as USER CMD...: CMD as USER (its groups), in $MNT, under the hang guard.
 # The directories above $T are tests/run's, 0700: the users name their
 # paths from $MNT (../in/a).
-as() {
-	local u=$1
-	shift
-	(cd "$MNT" && kvt_run setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups "$@")
-}
+as() { kvt_as "$@"; }
 # as_uid UID CMD...: the same as a bare uid (its own gid, no groups).
 as_uid() {
 	local u=$1

@@ -32,10 +32,7 @@ U1=kvtu1
 U2=kvtu2
 G=kvtleaks
 getent group "$G" >/dev/null || groupadd "$G" 2>/dev/null
-for u in "$U1" "$U2"; do
-	id -u "$u" >/dev/null 2>&1 || useradd -M -U -s /usr/sbin/nologin "$u" 2>/dev/null
-	id -u "$u" >/dev/null 2>&1 || bail "cannot make user $u"
-done
+kvt_make_users "$U1" "$U2"
 id -nG "$U2" | tr ' ' '\n' | grep -qx "$G" || usermod -aG "$G" "$U2" 2>/dev/null
 id -nG "$U2" | tr ' ' '\n' | grep -qx "$G" || bail "cannot put $U2 in group $G"
 [ "$(id -g "$U2")" != "$(getent group "$G" | cut -d: -f3)" ] ||
@@ -47,11 +44,7 @@ chmod 755 "$T"
 
 # as USER CMD...: CMD as USER with his groups, in $MNT (the directories
 # above $T are 0700: paths are named from $MNT).
-as() {
-	local u=$1
-	shift
-	(cd "$MNT" && kvt_run setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups "$@")
-}
+as() { kvt_as "$@"; }
 
 # store USER SRC NAME: vLLM's way, a temp file renamed over the name.
 store() {

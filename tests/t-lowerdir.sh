@@ -26,10 +26,7 @@ command -v setpriv >/dev/null || bail "setpriv is missing (util-linux)"
 PY=$(PATH=/usr/local/bin:/usr/bin:/bin command -v python3) || bail "python3 is missing"
 U1=kvtu1
 U2=kvtu2
-for u in "$U1" "$U2"; do
-	id -u "$u" >/dev/null 2>&1 || useradd -M -U -s /usr/sbin/nologin "$u" 2>/dev/null
-	id -u "$u" >/dev/null 2>&1 || bail "cannot make user $u"
-done
+kvt_make_users "$U1" "$U2"
 
 plan 21
 kvt_setup
@@ -38,11 +35,7 @@ kvt_setup
 chmod 755 "$T"
 
 # as USER CMD...: CMD as USER (its groups), in $MNT, under the hang guard.
-as() {
-	local u=$1
-	shift
-	(cd "$MNT" && kvt_run setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups "$@")
-}
+as() { kvt_as "$@"; }
 # refused DESC USER CMD...: CMD as USER fails with EACCES.
 refused() {
 	local desc=$1 rc

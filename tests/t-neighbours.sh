@@ -16,10 +16,7 @@ COLLIDE=$top_builddir/tests/collide
 [ -x "$COLLIDE" ] || bail "tests/collide is not built (make check)"
 U1=kvtu1
 U2=kvtu2
-for u in "$U1" "$U2"; do
-	id -u "$u" >/dev/null 2>&1 || useradd -M -U -s /usr/sbin/nologin "$u" 2>/dev/null
-	id -u "$u" >/dev/null 2>&1 || bail "cannot make user $u"
-done
+kvt_make_users "$U1" "$U2"
 
 plan 15
 kvt_setup
@@ -28,11 +25,7 @@ chmod 755 "$T"
 # as USER CMD...: CMD as USER (its groups), in $MNT, under the hang guard.
 # The directories above $T are tests/run's, 0700: the users name their
 # paths from $MNT (../in/a).
-as() {
-	local u=$1
-	shift
-	(cd "$MNT" && kvt_run setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups "$@")
-}
+as() { kvt_as "$@"; }
 
 # stats: the mount's counters, "name value" a line.
 stats() {
