@@ -6,6 +6,11 @@
  *                                     under DIR (a mount of the store),
  *                                     spread over the store, each once
  *                                     while COUNT <= N; each must exist
+ *     mkstore format1 LOWERDIR        makes a store (not mounted) one of
+ *                                     format 1, as an older kvtierfs left
+ *                                     it: each record file without its
+ *                                     owner and mode lines, chowned and
+ *                                     chmodded to them instead
  *
  * Names: <3 hex>/<16 hex>.bin, 4096 directories; object i holds 64 bytes
  * derived from i, so that every object is distinct.  Prints the time
@@ -19,9 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "layout.h"
 #include "name.h"
 #include "publish.h"
 #include "stage.h"
@@ -58,6 +65,49 @@ static int lookup(const char *dir, uint64_t n, uint64_t count)
 	return 0;
 }
 
+/* nftw: a record of format 2 at @path made one of format 1. */
+static int to_format1(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	g_autofree char *buf = NULL;
+	g_autoptr(GString) enc = NULL;
+	struct kvt_record r;
+	gsize len;
+
+	(void)ftw;
+	if (type != FTW_F)
+		return 0;
+	if (!g_file_get_contents(path, &buf, &len, NULL) || kvt_record_parse(buf, len, &r) < 0) {
+		fprintf(stderr, "mkstore: %s: not a record\n", path);
+		return 1;
+	}
+	if (r.has_meta) {
+		r.has_meta = false;
+		enc = kvt_record_encode(&r);
+		if (!g_file_set_contents(path, enc->str, enc->len, NULL) ||
+		    chown(path, r.uid, r.gid) || chmod(path, r.mode)) {
+			fprintf(stderr, "mkstore: %s: cannot rewrite\n", path);
+			kvt_record_clear(&r);
+			return 1;
+		}
+	}
+	kvt_record_clear(&r);
+	(void)st;
+	return 0;
+}
+
+static int format1(const char *lowerdir)
+{
+	g_autofree char *names = g_build_filename(lowerdir, "names", NULL);
+	g_autofree char *marker = g_build_filename(lowerdir, KVT_MARKER, NULL);
+
+	if (nftw(names, to_format1, 16, FTW_PHYS) ||
+	    !g_file_set_contents(marker, KVT_MARKER " 1\n", -1, NULL)) {
+		fprintf(stderr, "mkstore: %s: cannot make it format 1\n", lowerdir);
+		return 1;
+	}
+	return 0;
+}
+
 static bool number(const char *s, uint64_t *out)
 {
 	char *end;
@@ -77,8 +127,11 @@ int main(int argc, char **argv)
 	if (argc == 5 && !strcmp(argv[1], "lookup") && number(argv[3], &n) &&
 	    number(argv[4], &count))
 		return lookup(argv[2], n, count);
+	if (argc == 3 && !strcmp(argv[1], "format1"))
+		return format1(argv[2]);
 	if (argc != 4 || strcmp(argv[1], "fill") || !number(argv[3], &n)) {
-		fprintf(stderr, "usage: mkstore fill LOWERDIR N | mkstore lookup DIR N COUNT\n");
+		fprintf(stderr, "usage: mkstore fill LOWERDIR N | mkstore lookup DIR N COUNT | "
+			"mkstore format1 LOWERDIR\n");
 		return 2;
 	}
 	/* Root's alone, as a mount wants it (layout.h). */
@@ -114,7 +167,7 @@ int main(int argc, char **argv)
 		name[3] = '\0'; /* "<3 hex>" and "<16 hex>.bin" */
 		ret = kvt_dir_open(kvt_store_names(s), name, &d);
 		if (ret == 0)
-			ret = kvt_stage_new(s, 0644, &st);
+			ret = kvt_stage_new(s, &st);
 		if (ret == 0)
 			ret = kvt_stage_write(st, (const char *)buf, sizeof(buf), 0);
 		if (ret == 0)

@@ -151,7 +151,7 @@ pc_commit
 pc_cut
 drain_clients
 marker=$(cat "$LOWER/kvtierfs-store" 2>&1)
-[ "$marker" = "kvtierfs-store 1" ]
+[ "$marker" = "kvtierfs-store 2" ]
 ok $? "(a) after the cut the store's marker is whole ('$marker')"
 fsck_kinds "$LOWER"
 only_kinds orphan stale-staging torn-size torn-hash unparsable
@@ -175,7 +175,7 @@ fsck_kinds "$LOWER"
 ok $? "(a) kvtierfs-fsck reports the marker (exit $FSCK_RC: $(grep '^marker' "$T/fsck.out"))"
 [ "$FSCK_RC" = 4 ] || show_fsck
 fsck_kinds --repair "$LOWER"
-[ "$FSCK_RC" = 1 ] && [ "$(cat "$LOWER/kvtierfs-store")" = "kvtierfs-store 1" ]
+[ "$FSCK_RC" = 1 ] && [ "$(cat "$LOWER/kvtierfs-store")" = "kvtierfs-store 2" ]
 ok $? "(a) kvtierfs-fsck --repair writes it again (exit $FSCK_RC)"
 [ "$FSCK_RC" = 1 ] || show_fsck
 fsck_kinds "$LOWER"
@@ -191,7 +191,7 @@ fsck_kinds "$LOWER"
 [ "$FSCK_RC" = 4 ] && grep -q '^marker kvtierfs-store: missing' "$T/fsck.out"
 ok $? "(a) a missing marker: reported too (exit $FSCK_RC)"
 fsck_kinds --repair "$LOWER"
-[ "$FSCK_RC" = 1 ] && [ "$(cat "$LOWER/kvtierfs-store")" = "kvtierfs-store 1" ]
+[ "$FSCK_RC" = 1 ] && [ "$(cat "$LOWER/kvtierfs-store")" = "kvtierfs-store 2" ]
 ok $? "(a) and written again (exit $FSCK_RC)"
 
 # ---------------------------------------------------------------- rounds

@@ -15,6 +15,8 @@
 #include "unit.h"
 
 #define SIZE 65536
+/* The marker this kvtierfs writes. */
+#define MARKER_NOW KVT_MARKER " " G_STRINGIFY(KVT_FORMAT_VERSION) "\n"
 
 static void diag_lines(GPtrArray *lines)
 {
@@ -205,9 +207,9 @@ int main(void)
 	   strstr(err->message, "not a kvtierfs store"),
 	   "an empty directory is not a store (fsck makes none)");
 	g_clear_error(&err);
-	put_file(other, KVT_MARKER, "kvtierfs-store 2\n", -1);
+	put_file(other, KVT_MARKER, "kvtierfs-store 3\n", -1);
 	ok(!run_check(other, false, &seen, &res, &err) && err &&
-	   strstr(err->message, "format 2"), "another store format is refused");
+	   strstr(err->message, "format 3"), "a store format this kvtierfs does not read is refused");
 	g_clear_error(&err);
 	put_file(other, KVT_MARKER, "hello\n", -1);
 	ok(!run_check(other, false, &seen, &res, &err) && err &&
@@ -482,7 +484,7 @@ int main(void)
 		g_clear_pointer(&body, g_free);
 		good = run_check(top, true, &seen, &res, &err) && same_set(seen.lines, want) &&
 		       res.repaired == 1 && g_file_get_contents(m, &body, NULL, NULL) &&
-		       !strcmp(body, KVT_MARKER " 1\n");
+		       !strcmp(body, MARKER_NOW);
 		ok(good, "--repair writes it again");
 		g_clear_pointer(&body, g_free);
 		s = kvt_store_open(top, &err);
@@ -492,13 +494,13 @@ int main(void)
 
 		good = unlink(m) == 0 && run_check(top, true, &seen, &res, &err) &&
 		       same_set(seen.lines, want) && res.repaired == 1 &&
-		       g_file_get_contents(m, &body, NULL, NULL) && !strcmp(body, KVT_MARKER " 1\n");
+		       g_file_get_contents(m, &body, NULL, NULL) && !strcmp(body, MARKER_NOW);
 		ok(good, "a missing marker: reported and written again");
 		g_clear_pointer(&body, g_free);
 		put_file(top, KVT_MARKER, "hello\n", -1);
 		good = run_check(top, true, &seen, &res, &err) && same_set(seen.lines, want) &&
 		       res.repaired == 1 && g_file_get_contents(m, &body, NULL, NULL) &&
-		       !strcmp(body, KVT_MARKER " 1\n");
+		       !strcmp(body, MARKER_NOW);
 		ok(good, "a garbage marker: the same");
 		g_clear_error(&err);
 	}

@@ -328,7 +328,7 @@ static void test_store(struct kvt_store *s)
 		int wret;
 
 		init("write:EIO:name=d.*:after=1:max=1");
-		ret = kvt_stage_new(s, 0644, &st);
+		ret = kvt_stage_new(s, &st);
 		wret = ret ? ret : kvt_stage_write(st, buf, sizeof(buf), 0);
 		wret = wret ? wret : kvt_stage_write(st, buf, sizeof(buf), 4096);
 		kvt_faults_fini();

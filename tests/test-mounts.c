@@ -39,7 +39,7 @@ static struct kvt_stage *stage_of(struct kvt_store *s, const char *buf)
 {
 	struct kvt_stage *st = NULL;
 
-	if (kvt_stage_new(s, 0644, &st) == 0 && kvt_stage_write(st, buf, LEN, 0) == 0)
+	if (kvt_stage_new(s, &st) == 0 && kvt_stage_write(st, buf, LEN, 0) == 0)
 		return st;
 	kvt_stage_unref(st);
 	return NULL;

@@ -77,7 +77,7 @@ static void test_stage(struct kvt_store *s)
 	bool good = true;
 
 	/* Buffered, in order, odd sizes: hashed as the bytes come. */
-	ok(kvt_stage_new(s, 0640, &st) == 0, "stage: a new stage in this mount's staging area");
+	ok(kvt_stage_new(s, &st) == 0, "stage: a new stage in this mount's staging area");
 	for (size_t off = 0; good && off < len; off += 100000)
 		good = kvt_stage_write(st, buf + off, MIN(100000, len - off), off) == 0;
 	ok(good && hash_whole(st), "in-order buffered writes keep the running hash whole");
@@ -85,7 +85,7 @@ static void test_stage(struct kvt_store *s)
 	kvt_stage_unref(st);
 
 	/* O_DIRECT: aligned 1 MiB writes go through the direct fd. */
-	ok(kvt_stage_new(s, 0640, &st) == 0 && st->dfd >= 0, "an O_DIRECT fd is open on the stage");
+	ok(kvt_stage_new(s, &st) == 0 && st->dfd >= 0, "an O_DIRECT fd is open on the stage");
 	good = true;
 	for (size_t off = 0; good && off < len; off += 1u << 20)
 		good = kvt_stage_write(st, buf + off, 1u << 20, off) == 0;
@@ -95,7 +95,7 @@ static void test_stage(struct kvt_store *s)
 
 	/* Out of order beyond the wait: the stream breaks, the seal hashes
 	 * the file again. */
-	ok(kvt_stage_new(s, 0640, &st) == 0, "a third stage");
+	ok(kvt_stage_new(s, &st) == 0, "a third stage");
 	good = kvt_stage_write(st, buf + len / 2, len / 2, len / 2) == 0 &&
 	       kvt_stage_write(st, buf, len / 2, 0) == 0;
 	ok(good && !hash_whole(st), "a write ahead of the hashed bytes breaks the running hash");
@@ -107,7 +107,7 @@ static void test_stage(struct kvt_store *s)
 
 	/* Parallel: the requests of one O_DIRECT write arrive at once, the
 	 * later ones wait for the earlier ones to be hashed. */
-	ok(kvt_stage_new(s, 0640, &st) == 0, "a fourth stage");
+	ok(kvt_stage_new(s, &st) == 0, "a fourth stage");
 	{
 		struct chunk c[4];
 		GThread *t[4];
@@ -141,7 +141,7 @@ static int publish_buf(struct kvt_store *s, struct kvt_dir *d, const char *name,
 {
 	struct kvt_meta meta = { .mode = 0640, .uid = getuid(), .gid = getgid() };
 	struct kvt_stage *st;
-	int ret = kvt_stage_new(s, 0640, &st);
+	int ret = kvt_stage_new(s, &st);
 
 	if (ret == 0)
 		ret = kvt_stage_write(st, buf, len, 0);
@@ -190,8 +190,10 @@ static void test_publish(struct kvt_store *s)
 		ok(stat(obj, &s1) == 0 && s1.st_nlink == 2 && !p1.dedup,
 		   "a new object: its reference and its anchor");
 	}
-	ok(p1.rec_st.st_ino && (p1.rec_st.st_mode & 07777) == 0640 && p1.rec.size == len,
-	   "the result says the record's metadata and the object's size");
+	ok(p1.rec_st.st_ino && p1.rec.has_meta && p1.rec.mode == 0640 && p1.rec.uid == getuid() &&
+	   p1.rec.size == len, "the result says the record's owner and mode and the object's size");
+	ok((p1.rec_st.st_mode & 07777) == 0600 && p1.rec_st.st_uid == geteuid(),
+	   "the record file is the daemon's and 0600, whoever owns the name");
 
 	ok(publish_buf(s, names, "two", a, len, 0, &p2, NULL) == 0 && p2.dedup &&
 	   kvt_hash_equal(&p1.rec.hash, &p2.rec.hash) && strcmp(p1.rec.ref, p2.rec.ref),
@@ -238,7 +240,7 @@ static void test_publish(struct kvt_store *s)
 		kvt_hash h;
 		uint64_t size;
 
-		ok(kvt_stage_new(s, 0640, &st) == 0 && kvt_stage_write(st, a, 4096, 0) == 0 &&
+		ok(kvt_stage_new(s, &st) == 0 && kvt_stage_write(st, a, 4096, 0) == 0 &&
 		   kvt_stage_seal(st, &h, &size) == 0 &&
 		   kvt_store_publish(s, st, names, "sealed", &(struct kvt_meta){ .mode = 0644 },
 				     NULL, 0, &p3) == 1,
@@ -253,7 +255,7 @@ static void test_publish(struct kvt_store *s)
 		int full = open("/dev/full", O_WRONLY | O_CLOEXEC), saved = -1;
 		struct kvt_meta meta = { .mode = 0644 };
 
-		ok(full >= 0 && kvt_stage_new(s, 0640, &st) == 0 && (saved = dup(st->fd)) >= 0 &&
+		ok(full >= 0 && kvt_stage_new(s, &st) == 0 && (saved = dup(st->fd)) >= 0 &&
 		   dup2(full, st->fd) >= 0 && kvt_stage_write(st, a, 100, 0) == -ENOSPC,
 		   "a write that fails (ENOSPC) answers its error");
 		ok(kvt_store_publish(s, st, names, "torn", &meta, NULL, 0, &p3) == -ENOSPC &&
@@ -306,7 +308,7 @@ static void test_sync(struct kvt_store *s)
 	bool good;
 
 	memset(buf, 's', sizeof(buf));
-	good = kvt_stage_new(s, 0640, &st) == 0 && kvt_stage_write(st, buf, 4096, 0) == 0 &&
+	good = kvt_stage_new(s, &st) == 0 && kvt_stage_write(st, buf, 4096, 0) == 0 &&
 	       !kvt_stage_durable(st) && kvt_stage_sync(st) == 0 && kvt_stage_durable(st);
 	ok(good, "sync: a stage synced is durable");
 	good = kvt_stage_write(st, buf + 4096, 4096, 4096) == 0 && !kvt_stage_durable(st);
@@ -346,7 +348,7 @@ static void test_parts(struct kvt_store *s)
 	ino_t made_ino;
 
 	g_hash_table_insert(xattrs, g_strdup("user.k"), g_bytes_new("v", 1));
-	ok(kvt_stage_new(s, 0640, &st) == 0 && kvt_stage_write(st, a, len, 0) == 0 &&
+	ok(kvt_stage_new(s, &st) == 0 && kvt_stage_write(st, a, len, 0) == 0 &&
 	   kvt_publication_prepare(s, st, &meta, xattrs, 0, &pr) == 0,
 	   "parts: a version prepared (its object and its record made)");
 	staged = count_in(top, stage_rel);
@@ -405,7 +407,7 @@ static void test_parts(struct kvt_store *s)
 	/* Where rename flags are refused (GlusterFS, NFS), a link makes the
 	 * name, and the staged name of the record goes after the locks. */
 	s->no_noreplace = true;
-	ok(kvt_stage_new(s, 0640, &st) == 0 && kvt_stage_write(st, b, len, 0) == 0 &&
+	ok(kvt_stage_new(s, &st) == 0 && kvt_stage_write(st, b, len, 0) == 0 &&
 	   kvt_publication_prepare(s, st, &meta, NULL, 0, &pr) == 0 &&
 	   kvt_publication_install(s, &pr, names, "linked", &out) == 0 && pr.record_left &&
 	   count_in(top, stage_rel) == 4 && name_reads(s, "linked", b, len),
@@ -419,7 +421,7 @@ static void test_parts(struct kvt_store *s)
 
 	/* Install fails (a directory has the name): the name is untouched and
 	 * the preparation stays, for the caller to undo. */
-	ok(kvt_dir_mkdir(names, "pdir", 0755) == 0 && kvt_stage_new(s, 0640, &st) == 0 &&
+	ok(kvt_dir_mkdir(names, "pdir", 0755) == 0 && kvt_stage_new(s, &st) == 0 &&
 	   kvt_stage_write(st, b, len, 0) == 0 &&
 	   kvt_publication_prepare(s, st, &meta, NULL, 0, &pr) == 0 &&
 	   kvt_publication_install(s, &pr, names, "pdir", &out) == -EISDIR && pr.st &&
@@ -438,7 +440,7 @@ int main(void)
 	g_autoptr(GError) err = NULL;
 	struct kvt_store *s;
 
-	printf("1..61\n");
+	printf("1..62\n");
 	top = dir;
 	s = kvt_store_open(top, &err);
 	ok(s != NULL, "a store is created");

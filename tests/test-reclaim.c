@@ -415,7 +415,7 @@ int main(void)
 		a = kvt_store_open(top, &err);
 		memset(buf, 'q', SIZE);
 		kvt_record_init(&inflight);
-		good = a && kvt_stage_new(a, 0644, &st) == 0 && kvt_stage_write(st, buf, SIZE, 0) == 0 &&
+		good = a && kvt_stage_new(a, &st) == 0 && kvt_stage_write(st, buf, SIZE, 0) == 0 &&
 		       kvt_stage_seal(st, &h, &size) == 0 &&
 		       kvt_object_make(a, st->name, st->fd, size, &h, &inflight, &dedup) == 0 && !dedup;
 		ref_in = good ? object_file(top, &inflight, false) : g_strdup("NONE");

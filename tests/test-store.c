@@ -104,6 +104,13 @@ static void test_record_format(void)
 			"kind sock\nhash 00000000000000000000000000000000\n",
 			"kind symlink\ntarget 2f\ntarget 2f\n",
 			"kind door\n",
+			"kind fifo\nowner 1 2\n",          /* an owner without a mode */
+			"kind fifo\nmode 644\n",           /* a mode without an owner */
+			"kind fifo\nowner 1 2\nmode 10000\n", /* more than permission bits */
+			"kind fifo\nowner 1 2\nmode 8\n",
+			"kind fifo\nowner 4294967296 2\nmode 644\n", /* past a uid_t */
+			"kind fifo\nowner 1\nmode 644\n",
+			"kind fifo\nowner 1 2\nowner 1 2\nmode 644\n",
 		};
 		bool all = true;
 
@@ -117,6 +124,36 @@ static void test_record_format(void)
 		}
 		ok(all, "a record with lines its kind does not have, or without the ones it has, does not parse");
 	}
+
+	/* Format 2: the name's owner and mode are the record's. */
+	kvt_record_init(&r);
+	r.kind = KVT_KIND_FIFO;
+	r.has_meta = true;
+	r.uid = 4294967294u;
+	r.gid = 7;
+	r.mode = 04751;
+	g_string_free(enc, TRUE);
+	enc = kvt_record_encode(&r);
+	{
+		struct stat st = { .st_mode = S_IFREG | 0600, .st_uid = 0, .st_gid = 0 };
+
+		ok(kvt_record_parse(enc->str, enc->len, &back) == 0 && back.has_meta &&
+		   back.uid == 4294967294u && back.gid == 7 && back.mode == 04751 &&
+		   (kvt_record_show(&back, &st), st.st_uid == 4294967294u) && st.st_gid == 7 &&
+		   st.st_mode == (S_IFREG | 04751),
+		   "a record's owner, group and mode parse back and are what the name shows");
+		kvt_record_clear(&back);
+		r.has_meta = false;
+		g_string_free(enc, TRUE);
+		enc = kvt_record_encode(&r);
+		st = (struct stat){ .st_mode = S_IFREG | 0640, .st_uid = 5, .st_gid = 6 };
+		ok(kvt_record_parse(enc->str, enc->len, &back) == 0 && !back.has_meta &&
+		   !strstr(enc->str, "owner") && (kvt_record_show(&back, &st), st.st_uid == 5) &&
+		   st.st_mode == (S_IFREG | 0640),
+		   "a record of format 1 (no owner line) shows its record file's owner and mode");
+		kvt_record_clear(&back);
+	}
+	g_string_truncate(enc, 0);
 
 	/* A NUL in the ref, under a valid check, once parsed as the empty
 	 * ref of "no record" (tests/fuzz/corpus/record/regress-ref-nul). */
@@ -146,7 +183,7 @@ int main(void)
 	struct kvt_dir *names;
 	struct stat st;
 
-	printf("1..28\n");
+	printf("1..30\n");
 	test_record_format();
 
 	s = kvt_store_open(top, &err);
@@ -179,7 +216,7 @@ int main(void)
 	kvt_record_clear(&c);
 
 	/* A file being written: kept by its reference. */
-	ok(kvt_stage_new(s, 0644, &staged) == 0, "a stage is made");
+	ok(kvt_stage_new(s, &staged) == 0, "a stage is made");
 	s2 = kvt_store_open(top, &err);
 	/* each staging: lock and marks-moves; the first one's stage too: its
 	 * bytes and its record file */

@@ -86,7 +86,7 @@ static inline int store_bytes(struct kvt_store *s, const char *name, char fill,
 	if (!d)
 		return -ENOENT;
 	memset(buf, fill, len);
-	ret = kvt_stage_new(s, 0644, &st);
+	ret = kvt_stage_new(s, &st);
 	if (ret < 0)
 		return ret;
 	ret = kvt_stage_write(st, buf, len, 0);

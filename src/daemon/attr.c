@@ -1,6 +1,7 @@
-/* setattr: size (a new version), mode, owner, times.  Metadata lives on
- * the lower entry (record or directory); files not yet published keep it
- * in memory until their record is written. */
+/* setattr: size (a new version), mode, owner, times.  A file's metadata
+ * lives in its record (record.h), a directory's on the lower directory;
+ * files not yet published keep it in memory until their record is
+ * written. */
 #include <errno.h>
 #include <string.h>
 
@@ -30,12 +31,42 @@ static int set_dir(struct kvt_fs *fs, struct kvt_inode *ino, const struct stat *
 			       attr->st_gid, ts);
 }
 
+/* A published file's owner or mode: its record rewritten (they are the
+ * record's), with the inode's times put on the new record file.  @was is
+ * what the inode showed before, put back if it fails.  Caller holds the
+ * parent's lock, not @ino's; *@st gets the new record file's metadata. */
+static int set_record(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_dir *pd,
+		      const struct stat *was, struct stat *st)
+{
+	struct kvt_record rec;
+	struct kvt_meta meta;
+	int ret;
+
+	kvt_record_init(&rec);
+	kvt_inode_lock(ino);
+	kvt_record_copy(&rec, &ino->rec);
+	meta = kvt_inode_meta(ino, true);
+	kvt_inode_unlock(ino);
+	ret = kvt_store_rewrite(fs->store, pd, ino->name, &rec, &meta, st);
+	kvt_record_clear(&rec);
+	if (ret < 0 && ret != -ESTALE) {
+		kvt_inode_lock(ino);
+		ino->meta.st_mode = was->st_mode;
+		ino->meta.st_uid = was->st_uid;
+		ino->meta.st_gid = was->st_gid;
+		kvt_inode_unlock(ino);
+	}
+	/* ESTALE: another mount replaced the version meanwhile: there is
+	 * nothing of this one to change. */
+	return ret == -ESTALE ? -ENOENT : ret;
+}
+
 static int set_file(struct kvt_fs *fs, struct kvt_inode *ino, const struct stat *attr,
 		    int to_set, const struct timespec ts[2])
 {
 	struct kvt_inode *p;
 	struct kvt_dir *pd;
-	struct stat st;
+	struct stat st, was;
 	bool on_disk;
 	int ret;
 
@@ -44,6 +75,7 @@ static int set_file(struct kvt_fs *fs, struct kvt_inode *ino, const struct stat 
 		return ret;
 	kvt_inode_lock(ino);
 	on_disk = ino->has_record && p;
+	was = ino->meta;
 	if (to_set & FUSE_SET_ATTR_MODE)
 		ino->meta.st_mode = (ino->meta.st_mode & S_IFMT) | (attr->st_mode & 07777);
 	if (to_set & FUSE_SET_ATTR_UID)
@@ -68,10 +100,10 @@ static int set_file(struct kvt_fs *fs, struct kvt_inode *ino, const struct stat 
 	kvt_inode_unlock(ino);
 	if (!on_disk)
 		goto out;
-	ret = kvt_dir_setattr(pd, ino->name, lower_fields(to_set), attr->st_mode,
-			      attr->st_uid, attr->st_gid, ts);
-	if (ret == -ENOENT)
-		ret = 0; /* another mount removed it: nothing to change */
+	/* Times first, on the record file as it is: the rewrite that an
+	 * owner or mode makes puts them on the new one. */
+	ret = to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME) ?
+		      kvt_dir_set_times(pd, ino->name, ts) : 0;
 	if (ret == 0 && kvt_dir_stat(pd, ino->name, &st) == 0) {
 		kvt_inode_lock(ino);
 		ino->meta.st_atim = st.st_atim;
@@ -80,6 +112,21 @@ static int set_file(struct kvt_fs *fs, struct kvt_inode *ino, const struct stat 
 		ino->rec_ctime = st.st_ctim;
 		kvt_inode_unlock(ino);
 	}
+	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
+		memset(&st, 0, sizeof(st));
+		ret = set_record(fs, ino, pd, &was, &st);
+	}
+	if (ret == 0 && st.st_ino &&
+	    (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
+		kvt_inode_lock(ino);
+		/* The new record file's: taken, or the next resolve would
+		 * read it again for a change that is ours. */
+		ino->rec_ino = ino->st_ino = st.st_ino; /* see inode.c */
+		ino->rec_ctime = ino->meta.st_ctim = st.st_ctim;
+		kvt_inode_unlock(ino);
+	}
+	if (ret == -ENOENT)
+		ret = 0; /* another mount removed it: nothing to change */
 out:
 	if (p)
 		kvt_inode_unlock(p);

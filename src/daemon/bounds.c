@@ -128,7 +128,7 @@ static int take_pending(struct kvt_bounds *b, uid_t uid)
 	return ret;
 }
 
-int kvt_bounds_stage_new(struct kvt_fs *fs, mode_t mode, struct kvt_stage **out)
+int kvt_bounds_stage_new(struct kvt_fs *fs, struct kvt_stage **out)
 {
 	struct kvt_bounds *b = &fs->bounds;
 	struct pending_charge *c;
@@ -137,7 +137,7 @@ int kvt_bounds_stage_new(struct kvt_fs *fs, mode_t mode, struct kvt_stage **out)
 
 	if (ret < 0)
 		return ret;
-	ret = kvt_stage_new(fs->store, mode, out);
+	ret = kvt_stage_new(fs->store, out);
 	if (ret < 0) {
 		give_pending(b, uid);
 		return ret;

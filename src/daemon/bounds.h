@@ -58,7 +58,7 @@ void kvt_bounds_caller(uid_t uid);
 /* kvt_stage_new() for the caller set by kvt_bounds_caller(), counted
  * until the stage's last reference goes: -EDQUOT over the caller's
  * bound, -ENFILE over the mount's. */
-int kvt_bounds_stage_new(struct kvt_fs *fs, mode_t mode, struct kvt_stage **out);
+int kvt_bounds_stage_new(struct kvt_fs *fs, struct kvt_stage **out);
 
 /* The bytes -o max_xattr_size counts of @xattrs: names and values. */
 uint64_t kvt_xattrs_size(GHashTable *xattrs);

@@ -64,7 +64,7 @@ static int new_local_file(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir
 	if (g_hash_table_lookup(p->children, name) || kvt_dir_stat(pd, name, &st) == 0)
 		return -EEXIST;
 	ino = kvt_inode_new_file(fs, p, name);
-	ret = kvt_bounds_stage_new(fs, mode, &ino->stage);
+	ret = kvt_bounds_stage_new(fs, &ino->stage);
 	if (ret < 0) {
 		/* Never attached nor seen: freed here, under the lock, without
 		 * the tree lock that an unref would need. */

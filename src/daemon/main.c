@@ -312,6 +312,10 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 		g_message("LOWERDIR %s: mode %04o made 0700: others could reach the store "
 			  "around the mount", lower,
 			  (unsigned int)kvt_store_root_closed_from(fs->store));
+	if (kvt_store_upgraded_from(fs->store))
+		g_message("LOWERDIR %s: store format %d upgraded to %d: a kvtierfs of format %d "
+			  "no longer mounts it", lower, kvt_store_upgraded_from(fs->store),
+			  KVT_FORMAT_VERSION, kvt_store_upgraded_from(fs->store));
 	if (fs->remote_kind)
 		g_message("verify=auto: the store is on %s, whose size and times do not "
 			  "prove the bytes unchanged: every open for reading hashes",

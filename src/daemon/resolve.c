@@ -75,6 +75,7 @@ void kvt_inode_take_record(struct kvt_inode *ino, struct kvt_record *rec,
 	kvt_record_init(rec);
 	ino->has_record = true;
 	ino->meta = *rst;
+	kvt_record_show(&ino->rec, &ino->meta);
 	ino->rec_ino = rst->st_ino;
 	ino->rec_ctime = rst->st_ctim;
 	if (rst->st_ino)

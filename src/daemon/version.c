@@ -37,7 +37,7 @@ static int new_version(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t keep,
 	kvt_autofd src = -1;
 	int ret;
 
-	ret = kvt_bounds_stage_new(fs, ino->meta.st_mode, &st);
+	ret = kvt_bounds_stage_new(fs, &st);
 	if (ret < 0 || !keep || !ino->has_record) {
 		*out = ret < 0 ? NULL : st;
 		return ret;
@@ -274,6 +274,7 @@ void kvt_version_settle(struct kvt_inode *ino, const struct kvt_published *pub)
 		struct stat rst = pub->rec_st;
 
 		rst.st_mode = S_IFREG | (ino->meta.st_mode & 07777);
+		kvt_record_show(&ino->rec, &rst);
 		rst.st_ctim = ino->meta.st_ctim; /* see kvt_version_published */
 		ino->rec_ctime = pub->rec_st.st_ctim;
 		ino->meta = rst;

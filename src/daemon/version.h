@@ -60,6 +60,6 @@ int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
  * inode (an open through /proc/self/fd) waits for those readers to close,
  * -EBUSY after 10 s. */
 int kvt_version_room(struct kvt_fs *fs, struct kvt_inode *ino, pid_t tid);
-/* The client xattrs and metadata a record of @ino gets (caller holds
- * ino->lock). */
+/* The metadata a record of @ino gets, with its times if @set_times
+ * (caller holds ino->lock). */
 struct kvt_meta kvt_inode_meta(const struct kvt_inode *ino, bool set_times);

@@ -296,11 +296,12 @@ static bool layout_open(const char *lowerdir, enum kvt_layout_open how, bool clo
 		     g_strerror(-ret));
 		goto out;
 	}
-	if (version != KVT_FORMAT_VERSION) {
-		fail(err, EINVAL, lowerdir, "store format %d, this kvtierfs reads format %d",
-		     version, KVT_FORMAT_VERSION);
+	if (version < KVT_FORMAT_OLDEST || version > KVT_FORMAT_VERSION) {
+		fail(err, EINVAL, lowerdir, "store format %d, this kvtierfs reads formats %d to %d",
+		     version, KVT_FORMAT_OLDEST, KVT_FORMAT_VERSION);
 		goto out;
 	}
+	out->format = version;
 	/* A directory that is not a store is left as it was found. */
 	if (close && !close_root(out, lowerdir, err))
 		goto out;

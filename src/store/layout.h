@@ -31,7 +31,13 @@
 #include "lower.h"
 
 #define KVT_MARKER "kvtierfs-store"
-#define KVT_FORMAT_VERSION 1
+/* Format 2: a record carries its name's owner and mode, and the lower
+ * files are root's (record.h).  A store of format 1 is read as it is (its
+ * records without owner lines show their lower file's), and upgraded by
+ * the first mount that finds no other live mount on it (kvt_store_open):
+ * a kvtierfs of format 1 would read a record of format 2 as torn. */
+#define KVT_FORMAT_VERSION 2
+#define KVT_FORMAT_OLDEST 1
 
 struct kvt_layout {
 	struct kvt_dir *root;    /* LOWERDIR */
@@ -39,6 +45,7 @@ struct kvt_layout {
 	struct kvt_dir *names;
 	struct kvt_dir *staging; /* staging/, every mount's */
 	struct kvt_dir *moves;   /* moves/; NULL in a store made before it */
+	int format;              /* the marker's format version */
 	mode_t root_mode;        /* LOWERDIR's permission bits, as opened */
 	mode_t root_closed_from; /* the bits it had when the open made it
 				  * 0700 (0: it was closed): for the mount
@@ -65,7 +72,8 @@ enum kvt_layout_open {
  * makes its areas 0700 (names/ excepted: its mode is the mount root's)
  * and its marker 0600. */
 
-/* Opens the store at @lowerdir: its marker must say this format, and its
+/* Opens the store at @lowerdir: its marker must say a format this
+ * kvtierfs reads (KVT_FORMAT_OLDEST to KVT_FORMAT_VERSION), and its
  * three areas be directories (moves/ too, where it exists).  With
  * KVT_LAYOUT_CREATE an empty directory (lost+found allowed) is made into a
  * store first.  On failure @err says why in one line naming LOWERDIR. */

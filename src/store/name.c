@@ -135,29 +135,37 @@ int kvt_name_peek(struct kvt_dir *d, const char *name, struct kvt_record *rec)
 	return read_record_fd(fd, name, &st, rec);
 }
 
-/* Writes the record @body with @meta into the staged file @fd (@name),
- * whose owner and mode @st says. */
-static int fill_record(int fd, const char *name, const struct stat *st, const GString *body,
+void kvt_meta_apply(const struct kvt_meta *meta, struct kvt_record *r)
+{
+	r->has_meta = true;
+	r->uid = meta->uid;
+	r->gid = meta->gid;
+	r->mode = meta->mode & 07777;
+}
+
+/* @rec with @meta, encoded. */
+static GString *encode_with(const struct kvt_record *rec, const struct kvt_meta *meta)
+{
+	struct kvt_record shown = *rec; /* shallow: read only */
+
+	kvt_meta_apply(meta, &shown);
+	return kvt_record_encode(&shown);
+}
+
+/* Writes the record @body with @meta's times into the staged file @fd
+ * (@name).  The file stays root's and 0600, as made: the name's owner
+ * and mode are in @body. */
+static int fill_record(int fd, const char *name, const GString *body,
 		       const struct kvt_meta *meta, bool sync)
 {
 	struct timespec ts[2] = { meta->atime, meta->mtime };
-	bool chown_it;
 	int ret;
 
 	ret = kvt_fault(KVT_FAULT_WRITE, name);
 	if (ret == 0 && pwrite(fd, body->str, body->len, 0) != (ssize_t)body->len)
 		ret = errno ? -errno : -ENOSPC;
-	/* The owner first, then the mode (kvt_file_setattr).  Each is set
-	 * only if the new file does not have it already: on a network file
-	 * system every call is a round trip to the server. */
-	chown_it = st->st_uid != meta->uid || st->st_gid != meta->gid;
-	if (ret == 0)
-		ret = kvt_file_setattr(fd, name,
-				       (chown_it ? KVT_SET_UID | KVT_SET_GID : 0) |
-				       (chown_it || (st->st_mode & 07777) != (meta->mode & 07777) ?
-					KVT_SET_MODE : 0) |
-				       (meta->set_times ? KVT_SET_TIMES : 0),
-				       meta->mode, meta->uid, meta->gid, ts);
+	if (ret == 0 && meta->set_times)
+		ret = kvt_file_setattr(fd, name, KVT_SET_TIMES, 0, 0, 0, ts);
 	if (ret == 0 && sync)
 		/* Written, and allocated in the journal's running transaction,
 		 * before the rename that follows: a journaling file system
@@ -178,7 +186,7 @@ static int fill_record(int fd, const char *name, const struct stat *st, const GS
 int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
 		   const struct kvt_meta *meta, bool sync, char **name_out, ino_t *ino)
 {
-	g_autoptr(GString) body = kvt_record_encode(rec);
+	g_autoptr(GString) body = encode_with(rec, meta);
 	g_autofree char *name = NULL;
 	kvt_autofd fd = -1;
 	struct stat st;
@@ -187,14 +195,13 @@ int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
 	for (;;) {
 		g_free(name);
 		name = kvt_store_stage_name(s, 'n');
-		fd = kvt_dir_open_file(s->stage, name, O_WRONLY | O_CREAT | O_EXCL,
-				       meta->mode & 07777, &st);
+		fd = kvt_dir_open_file(s->stage, name, O_WRONLY | O_CREAT | O_EXCL, 0600, &st);
 		if (fd != -EEXIST)
 			break;
 	}
 	if (fd < 0)
 		return fd;
-	ret = fill_record(fd, name, &st, body, meta, sync);
+	ret = fill_record(fd, name, body, meta, sync);
 	if (ret < 0) {
 		kvt_dir_unlink(s->stage, name);
 		return ret;
@@ -208,7 +215,7 @@ int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
 int kvt_name_stage_into(const struct kvt_record *rec, const struct kvt_meta *meta, bool sync,
 			int fd, const char *name, struct stat *st, bool *dirty)
 {
-	g_autoptr(GString) body = kvt_record_encode(rec);
+	g_autoptr(GString) body = encode_with(rec, meta);
 	int ret;
 
 	/* What a failed attempt wrote or set goes first. */
@@ -220,7 +227,7 @@ int kvt_name_stage_into(const struct kvt_record *rec, const struct kvt_meta *met
 			return ret;
 	}
 	*dirty = true;
-	ret = fill_record(fd, name, st, body, meta, sync);
+	ret = fill_record(fd, name, body, meta, sync);
 	if (ret == 0)
 		*dirty = false;
 	return ret;

@@ -15,7 +15,10 @@
 
 struct kvt_store;
 
-/* Metadata given to a record file when it is written. */
+/* Metadata a record is written with: the name's owner, group and
+ * permission bits go into the record (record.h); with @set_times, @atime
+ * and @mtime (each unless UTIME_OMIT) onto the record file, whose times
+ * the name shows. */
 struct kvt_meta {
 	mode_t mode;
 	uid_t uid;
@@ -24,7 +27,11 @@ struct kvt_meta {
 	struct timespec atime, mtime;
 };
 
-/* Reads the record @d/@name; @st gets the record file's metadata.
+/* @r with @meta's owner and mode, as it will be written. */
+void kvt_meta_apply(const struct kvt_meta *meta, struct kvt_record *r);
+
+/* Reads the record @d/@name; @st gets the record file's metadata (its
+ * own: kvt_record_show gives the name's).
  * -EBADMSG for a record that does not parse or is not a regular file. */
 int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
 		  struct stat *st);
@@ -60,7 +67,7 @@ int kvt_name_peek(struct kvt_dir *d, const char *name, struct kvt_record *rec);
 int kvt_name_stage(struct kvt_store *s, const struct kvt_record *rec,
 		   const struct kvt_meta *meta, bool sync, char **tmp, ino_t *ino);
 /* The same into the empty staged file @fd (@name), made beforehand with
- * the owner and mode @st says (a stage's record file): its inode number
+ * its metadata in @st (a stage's record file): its inode number
  * is known before the publication.  *@dirty: an earlier attempt wrote to
  * it (cleared on success; set when this one fails). */
 int kvt_name_stage_into(const struct kvt_record *rec, const struct kvt_meta *meta, bool sync,

@@ -140,6 +140,7 @@ int kvt_publication_prepare(struct kvt_store *s, struct kvt_stage *st,
 		p->xattrs = g_hash_table_ref(xattrs);
 		p->rec.xattrs = kvt_xattrs_dup(xattrs);
 	}
+	kvt_meta_apply(meta, &p->rec);
 	/* Into the stage's own record file: the number the file showed
 	 * while pending stays its number once published.  It stays the
 	 * stage's until installed. */

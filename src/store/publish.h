@@ -48,7 +48,7 @@ void kvt_published_clear(struct kvt_published *p);
 struct kvt_publication {
 	struct kvt_stage *st;
 	struct kvt_record rec;      /* the new record, xattrs included */
-	struct kvt_meta meta;       /* the record file's */
+	struct kvt_meta meta;       /* the record's */
 	GHashTable *xattrs;         /* the ones asked for (NULL: none) */
 	char *record;               /* the record staged, until installed */
 	ino_t record_ino;           /* its inode number */

@@ -99,8 +99,21 @@ void kvt_record_copy(struct kvt_record *dst, const struct kvt_record *src)
 	dst->kind = src->kind;
 	dst->target = g_strdup(src->target);
 	dst->rdev = src->rdev;
+	dst->has_meta = src->has_meta;
+	dst->uid = src->uid;
+	dst->gid = src->gid;
+	dst->mode = src->mode;
 	if (src->xattrs && g_hash_table_size(src->xattrs))
 		dst->xattrs = kvt_xattrs_dup(src->xattrs);
+}
+
+void kvt_record_show(const struct kvt_record *r, struct stat *st)
+{
+	if (!r->has_meta)
+		return;
+	st->st_uid = r->uid;
+	st->st_gid = r->gid;
+	st->st_mode = (st->st_mode & S_IFMT) | (r->mode & 07777);
 }
 
 static void append_hex(GString *s, const guint8 *p, gsize n)
@@ -140,6 +153,9 @@ GString *kvt_record_encode(const struct kvt_record *r)
 		g_string_append_printf(s, "kind %s\n", kinds[r->kind].name);
 		break;
 	}
+	if (r->has_meta)
+		g_string_append_printf(s, "owner %u %u\nmode %o\n", (unsigned int)r->uid,
+				       (unsigned int)r->gid, (unsigned int)(r->mode & 07777));
 	if (r->xattrs && g_hash_table_size(r->xattrs)) {
 		/* Sorted so that equal records encode to equal bytes. */
 		guint n;
@@ -187,7 +203,10 @@ enum {
 	SEEN_KIND = 8,
 	SEEN_TARGET = 16,
 	SEEN_RDEV = 32,
+	SEEN_OWNER = 64,
+	SEEN_MODE = 128,
 	SEEN_OBJECT = SEEN_HASH | SEEN_SIZE | SEEN_REF,
+	SEEN_META = SEEN_OWNER | SEEN_MODE,
 };
 
 static int parse_kind(const char *v, size_t vlen, struct kvt_record *r)
@@ -239,6 +258,37 @@ static int parse_size(const char *v, size_t vlen, uint64_t *out)
 	return 0;
 }
 
+/* "<uid> <gid>": two decimal ids that fit their types. */
+static int parse_owner(const char *v, size_t vlen, struct kvt_record *r)
+{
+	const char *sp = memchr(v, ' ', vlen);
+	uint64_t u, g;
+
+	if (!sp || parse_size(v, sp - v, &u) || parse_size(sp + 1, vlen - (sp - v) - 1, &g) ||
+	    u > UINT32_MAX || g > UINT32_MAX)
+		return -1;
+	r->uid = (uid_t)u;
+	r->gid = (gid_t)g;
+	return 0;
+}
+
+static int parse_mode(const char *v, size_t vlen, struct kvt_record *r)
+{
+	mode_t m = 0;
+
+	if (vlen == 0 || vlen > 5)
+		return -1;
+	for (size_t i = 0; i < vlen; i++) {
+		if (v[i] < '0' || v[i] > '7')
+			return -1;
+		m = m << 3 | (mode_t)(v[i] - '0');
+	}
+	if (m & ~07777)
+		return -1;
+	r->mode = m;
+	return 0;
+}
+
 static int parse_line(const char *line, size_t len, struct kvt_record *r,
 		      unsigned *seen)
 {
@@ -284,6 +334,14 @@ static int parse_line(const char *line, size_t len, struct kvt_record *r,
 		if ((*seen & SEEN_RDEV) || parse_rdev(v, vlen, r))
 			return -1;
 		*seen |= SEEN_RDEV;
+	} else if (klen == 5 && !memcmp(line, "owner", 5)) {
+		if ((*seen & SEEN_OWNER) || parse_owner(v, vlen, r))
+			return -1;
+		*seen |= SEEN_OWNER;
+	} else if (klen == 4 && !memcmp(line, "mode", 4)) {
+		if ((*seen & SEEN_MODE) || parse_mode(v, vlen, r))
+			return -1;
+		*seen |= SEEN_MODE;
 	} else if (klen == 5 && !memcmp(line, "xattr", 5)) {
 		const char *sp2 = memchr(v, ' ', vlen);
 		g_autoptr(GByteArray) name = g_byte_array_new();
@@ -330,6 +388,11 @@ int kvt_record_parse(const char *buf, size_t len, struct kvt_record *r)
 			goto bad;
 		pos = nl - buf + 1;
 	}
+	/* Both metadata lines or none (a record of format 1). */
+	if ((seen & SEEN_META) && (seen & SEEN_META) != SEEN_META)
+		goto bad;
+	r->has_meta = (seen & SEEN_META) != 0;
+	seen &= ~SEEN_META;
 	/* Exactly the lines its kind has. */
 	switch (r->kind) {
 	case KVT_KIND_FILE:

@@ -48,14 +48,14 @@ void kvt_stage_cleanup(void)
 }
 
 /* The stage's record file: an empty file in staging, left open. */
-static int make_record_file(struct kvt_stage *st, mode_t mode)
+static int make_record_file(struct kvt_stage *st)
 {
 	int fd;
 
 	for (;;) {
 		st->record = kvt_store_stage_name(st->store, 'n');
 		fd = kvt_dir_open_file(st->store->stage, st->record, O_WRONLY | O_CREAT | O_EXCL,
-				       mode & 07777, &st->record_st);
+				       0600, &st->record_st);
 		if (fd >= 0)
 			break;
 		g_clear_pointer(&st->record, g_free);
@@ -66,7 +66,7 @@ static int make_record_file(struct kvt_stage *st, mode_t mode)
 	return 0;
 }
 
-int kvt_stage_new(struct kvt_store *store, mode_t mode, struct kvt_stage **out)
+int kvt_stage_new(struct kvt_store *store, struct kvt_stage **out)
 {
 	struct kvt_stage *st;
 	char *name;
@@ -86,7 +86,7 @@ int kvt_stage_new(struct kvt_store *store, mode_t mode, struct kvt_stage **out)
 	st->store = store;
 	st->fd = fd;
 	st->name = name;
-	ret = make_record_file(st, mode);
+	ret = make_record_file(st);
 	if (ret < 0) {
 		kvt_dir_unlink(store->stage, name);
 		close(fd);

@@ -60,8 +60,8 @@ struct kvt_stage {
 };
 
 /* A new, empty stage in @store's staging area, with the empty file its
- * record will be (st->record), made with @mode, the file's. */
-int kvt_stage_new(struct kvt_store *store, mode_t mode, struct kvt_stage **out);
+ * record will be (st->record), root's and 0600 as every record file. */
+int kvt_stage_new(struct kvt_store *store, struct kvt_stage **out);
 /* Frees the O_DIRECT buffers kept for the next writes (at exit). */
 void kvt_stage_cleanup(void);
 struct kvt_stage *kvt_stage_ref(struct kvt_stage *st);

@@ -17,6 +17,7 @@ struct kvt_store {
 	char *mount_id;
 	guint64 seq;             /* unique names in staging and references */
 	guint stale_removed;
+	int upgraded_from;      /* the format this mount upgraded, or 0 */
 	/* The lower file system refuses RENAME_EXCHANGE (GlusterFS, NFS):
 	 * names change under a hold (hold.h). */
 	bool no_exchange;

@@ -145,6 +145,32 @@ static void open_failed(GError **err, const char *lowerdir, const char *what, in
 		    lowerdir, what, g_strerror(-ret));
 }
 
+/* A store of an older format made this one's (layout.h), once no other
+ * mount uses it: an older kvtierfs mounted there would take the records
+ * written from now on for torn ones.  Its lock taken first (make_stage),
+ * a mount that starts meanwhile finds it live, or this format. */
+static bool upgrade(struct kvt_store *s, const char *lowerdir, GError **err)
+{
+	int ret = kvt_store_other_mount_live(s);
+
+	if (ret == 1) {
+		g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(EBUSY),
+			    "LOWERDIR %s: store format %d, in use by another mount: unmount it "
+			    "(every host), then mount again to upgrade the store to format %d",
+			    lowerdir, s->layout.format, KVT_FORMAT_VERSION);
+		return false;
+	}
+	if (ret == 0)
+		ret = kvt_layout_write_marker(s->layout.root);
+	if (ret < 0) {
+		open_failed(err, lowerdir, "cannot upgrade the store's format", ret);
+		return false;
+	}
+	s->upgraded_from = s->layout.format;
+	s->layout.format = KVT_FORMAT_VERSION;
+	return true;
+}
+
 struct kvt_store *kvt_store_open(const char *lowerdir, GError **err)
 {
 	struct kvt_store *s = g_new0(struct kvt_store, 1);
@@ -186,6 +212,8 @@ struct kvt_store *kvt_store_open(const char *lowerdir, GError **err)
 		open_failed(err, lowerdir, "cannot write in staging", ret);
 		goto fail;
 	}
+	if (s->layout.format < KVT_FORMAT_VERSION && !upgrade(s, lowerdir, err))
+		goto fail;
 	return s;
 fail:
 	kvt_store_close(s);
@@ -229,6 +257,11 @@ mode_t kvt_store_root_closed_from(struct kvt_store *s)
 bool kvt_store_no_exchange(struct kvt_store *s)
 {
 	return __atomic_load_n(&s->no_exchange, __ATOMIC_RELAXED);
+}
+
+int kvt_store_upgraded_from(struct kvt_store *s)
+{
+	return s->upgraded_from;
 }
 
 int kvt_store_other_mount_live(struct kvt_store *s)

@@ -39,6 +39,8 @@ guint kvt_store_stale_removed(struct kvt_store *s);
 bool kvt_store_no_exchange(struct kvt_store *s);
 /* LOWERDIR's permission bits when this open made it 0700, else 0. */
 mode_t kvt_store_root_closed_from(struct kvt_store *s);
+/* The older format this open upgraded the store from (layout.h), or 0. */
+int kvt_store_upgraded_from(struct kvt_store *s);
 /* Whether another mount holds its staging lock now: 1 yes, 0 no, or
  * -errno.  The look stops at the first live one: each mount looks every
  * second, and on a network file system each lock looked at is a few
