@@ -300,7 +300,7 @@ static void test_lookup_replaced(void)
 		   kvt_name_lookup(A, names, "r", true, -1, &now, &st, &ost, &fresh) ==
 			   KVT_LOOKUP_MISSING && !fresh,
 		   "a record that stays at its name with its object gone is missing (torn)");
-		ok(kvt_name_purge(A, names, "r", &now) == 1 && !lower_exists(rpath) &&
+		ok(kvt_name_purge(A, names, "r", &now, true) == 1 && !lower_exists(rpath) &&
 		   links_of(c) == 0, "purged: the name goes");
 		kvt_record_clear(&now);
 	}
@@ -322,7 +322,7 @@ static void test_purge_unparsable_replaced(void)
 
 	ok(g_file_set_contents(bad, "not a record\n", -1, NULL), "an unparsable record at 'bad'");
 	kvt_fault_hook(KVT_FAULT_RENAME, "bad", b_publishes, &x);
-	ok(kvt_name_purge(A, names, "bad", NULL) == 0 && x.ran && x.ret == 0,
+	ok(kvt_name_purge(A, names, "bad", NULL, true) == 0 && x.ran && x.ret == 0,
 	   "A purges it; B publishes at 'bad' first: nothing removed");
 	ok(reads(A, "bad", b) && links_of(b) == 2, "B's record is at the name, with its object");
 	ok(staging_clean(A) && staging_clean(B), "both staging areas hold only their lock and mark");

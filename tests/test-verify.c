@@ -122,10 +122,17 @@ static void test_purge(struct kvt_store *s)
 	anchor = object_file(top, &a, true);
 	ref_a = object_file(top, &a, false);
 	ref_b = object_file(top, &b, false);
-	ok(kvt_name_purge(s, names, "pa", &a) == 1 && !name_exists("pa") &&
+	{
+		/* Torn: one byte of the object changed on the lower disk. */
+		int fd = open(ref_a, O_WRONLY);
+
+		ok(fd >= 0 && pwrite(fd, "!", 1, 100) == 1 && close(fd) == 0,
+		   "purge: a byte of the shared object changed below");
+	}
+	ok(kvt_name_purge(s, names, "pa", &a, true) == 1 && !name_exists("pa") &&
 	   !lower_exists(ref_a) && !lower_exists(anchor),
 	   "purge removes the name, its reference and the anchor");
-	ok(kvt_name_purge(s, names, "pa", &a) == 0,
+	ok(kvt_name_purge(s, names, "pa", &a, true) == 0,
 	   "a second purge of the same finds nothing to remove (not counted twice)");
 	ok(name_exists("pb") && lower_exists(ref_b),
 	   "the other name keeps its own reference");
@@ -135,9 +142,26 @@ static void test_purge(struct kvt_store *s)
 	   sb.st_ino != sc.st_ino,
 	   "the new store is a new object, not a link to the purged one");
 
+	{
+		/* A record that names another's reference (a copy of it) and
+		 * says another size: the record is wrong, the object intact. */
+		struct kvt_record forged;
+		struct kvt_meta meta = { .mode = 0644 };
+
+		kvt_record_init(&forged);
+		kvt_record_copy(&forged, &c);
+		forged.size++;
+		ok(kvt_name_create(s, names, "forged", &forged, &meta) == 0 &&
+		   kvt_name_purge(s, names, "forged", &forged, true) == 1 && !name_exists("forged") &&
+		   lower_exists(ref_c) && name_exists("pc"),
+		   "a record naming another's reference with a wrong size goes alone: the "
+		   "intact object and the reference stay the other name's");
+		kvt_record_clear(&forged);
+	}
+
 	/* The name was replaced by another version meanwhile: it stays. */
 	ok(store_bytes(s, "pb", 'q', 4096, &d) == 0 &&
-	   kvt_name_purge(s, names, "pb", &b) >= 0 && name_exists("pb"),
+	   kvt_name_purge(s, names, "pb", &b, true) >= 0 && name_exists("pb"),
 	   "purge of a replaced version keeps the name's new record");
 	{
 		struct kvt_record now;
@@ -152,7 +176,7 @@ static void test_purge(struct kvt_store *s)
 		ok(g_file_set_contents(garbage, "not a record\n", 13, NULL),
 		   "a garbage record is written");
 	}
-	ok(kvt_name_purge(s, names, "garbage", NULL) == 1 &&
+	ok(kvt_name_purge(s, names, "garbage", NULL, true) == 1 &&
 	   !name_exists("garbage"), "purge of an unparsable record removes it");
 	kvt_record_clear(&a);
 	kvt_record_clear(&b);
@@ -490,7 +514,7 @@ int main(void)
 
 	top = dir;
 
-	printf("1..46\n");
+	printf("1..48\n");
 	s = kvt_store_open(top, &err);
 	ok(s != NULL, "a store is created");
 	if (!s)

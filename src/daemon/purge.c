@@ -125,7 +125,10 @@ void kvt_purge_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir *pd
 		      const struct kvt_record *rec, const struct kvt_torn_info *torn,
 		      struct kvt_note *note)
 {
-	int removed = report(fs, kvt_name_purge(fs->store, pd, name, rec), pd, name, rec, torn);
+	/* Bytes whose sync failed go, intact or not: they are not known to
+	 * be on the disk, and no store may share them. */
+	int removed = report(fs, kvt_name_purge(fs->store, pd, name, rec, torn->why != KVT_UNSYNCED),
+			     pd, name, rec, torn);
 
 	note->parent = kvt_nodeid_of(fs, p);
 	note->name = g_strdup(name);
@@ -162,7 +165,7 @@ void kvt_purge_inode(struct kvt_fs *fs, struct kvt_inode *ino,
 	} else if (torn->why != KVT_UNSYNCED) {
 		/* Renamed over or unlinked meanwhile: the name is no longer
 		 * this object's, but the torn object still goes. */
-		if (report(fs, kvt_name_purge(fs->store, NULL, NULL, rec), pd, ino->name, rec,
+		if (report(fs, kvt_name_purge(fs->store, NULL, NULL, rec, true), pd, ino->name, rec,
 			   torn)) {
 			__atomic_add_fetch(&ino->purges, 1, __ATOMIC_RELEASE);
 			note->child = kvt_nodeid_of(fs, ino);

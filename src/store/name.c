@@ -673,7 +673,7 @@ static int purge_taken(struct kvt_store *s, struct kvt_dir *d, const char *name,
 }
 
 int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
-		   const struct kvt_record *rec)
+		   const struct kvt_record *rec, bool unless_intact)
 {
 	int removed = 0, ret = 0, obj;
 
@@ -686,7 +686,7 @@ int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
 	}
 	if (!rec)
 		return ret < 0 ? ret : removed;
-	obj = kvt_object_purge(s, rec);
+	obj = kvt_object_purge(s, rec, unless_intact);
 	if (obj < 0 && !ret)
 		ret = obj;
 	if (obj > 0)

@@ -118,7 +118,7 @@ int kvt_name_rename(struct kvt_store *s, struct kvt_dir *from, const char *fname
 /* Removes a torn name and its object.  The record @d/@name goes if it
  * still names @rec's reference (or does not parse: then @rec is NULL;
  * another mount's record put there since stays); then @rec's object
- * (kvt_object_purge).  @name may be NULL: the object
+ * (kvt_object_purge, with @unless_intact).  @name may be NULL: the object
  * alone.  1 when it removed something, 0 when another purge had already. */
 int kvt_name_purge(struct kvt_store *s, struct kvt_dir *d, const char *name,
-		   const struct kvt_record *rec);
+		   const struct kvt_record *rec, bool unless_intact);

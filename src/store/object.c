@@ -163,7 +163,19 @@ int kvt_object_release(struct kvt_store *s, const struct kvt_record *rec)
 	return ret == -ENOENT ? 0 : ret;
 }
 
-int kvt_object_purge(struct kvt_store *s, const struct kvt_record *rec)
+/* Whether the object at @fan/@ref holds bytes whose hash is @h: then it
+ * is intact, whatever size a record gives it. */
+static bool intact(struct kvt_dir *fan, const char *ref, const kvt_hash *h)
+{
+	struct stat st;
+	kvt_autofd fd = kvt_dir_open_file(fan, ref, O_RDONLY, 0, &st);
+	kvt_hash got;
+
+	return fd >= 0 && kvt_hash_fd(fd, st.st_size, &got, NULL) == 0 &&
+	       kvt_hash_equal(&got, h);
+}
+
+int kvt_object_purge(struct kvt_store *s, const struct kvt_record *rec, bool unless_intact)
 {
 	g_autoptr(kvt_dir) fan = NULL;
 	g_autofree char *ref = kvt_object_ref_name(rec);
@@ -176,6 +188,12 @@ int kvt_object_purge(struct kvt_store *s, const struct kvt_record *rec)
 	ret = kvt_dir_stat(fan, ref, &rst);
 	if (ret < 0)
 		return ret == -ENOENT ? 0 : ret;
+	/* Intact bytes under a record that says another size: the record
+	 * is wrong, not the object, which other records may share (a copy
+	 * of a record names the same reference).  The reference goes with
+	 * reclamation once no record names it. */
+	if (unless_intact && intact(fan, ref, &rec->hash))
+		return 0;
 	ret = kvt_dir_unlink(fan, ref);
 	if (ret == 0)
 		removed = 1;

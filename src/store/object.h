@@ -39,9 +39,12 @@ int kvt_object_stat(struct kvt_store *s, const struct kvt_record *rec, struct st
 /* Drops @rec's reference; the object goes with the last one. */
 int kvt_object_release(struct kvt_store *s, const struct kvt_record *rec);
 /* Removes a torn object: @rec's reference and, when it is the same inode,
- * the anchor, so that no later store dedups against torn bytes.  1 when
- * it removed something, 0 when it was gone already. */
-int kvt_object_purge(struct kvt_store *s, const struct kvt_record *rec);
+ * the anchor, so that no later store dedups against torn bytes.  With
+ * @unless_intact, an object whose bytes still hash to its name is not
+ * torn, whatever @rec says of its size: it stays (without it, bytes whose
+ * sync failed go, intact or not).  1 when it removed something, 0 when it
+ * was gone already or is intact. */
+int kvt_object_purge(struct kvt_store *s, const struct kvt_record *rec, bool unless_intact);
 /* "objects/<ab>/<hash>.<ref>": the object a record uses, for messages. */
 char *kvt_object_path(const struct kvt_record *rec);
 
