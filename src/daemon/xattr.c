@@ -271,8 +271,12 @@ static int dir_xattr(struct kvt_fs *fs, struct kvt_inode *ino, const char *name,
 		       kvt_dir_removexattr(d, name);
 }
 
-void kvt_op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
-		     const char *value, size_t size, int flags)
+/* setxattr (@value != NULL) or removexattr of @name: the daemon's own
+ * attributes are read-only, and clients have the user namespace alone
+ * (@other_errno for the others: setxattr's EOPNOTSUPP, removexattr's
+ * ENODATA). */
+static void change(fuse_req_t req, fuse_ino_t n, const char *name, const char *value,
+		   size_t size, int flags, int other_errno)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	struct kvt_inode *ino = kvt_inode_of(fs, n);
@@ -281,7 +285,7 @@ void kvt_op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 	if (g_str_has_prefix(name, OWN_PREFIX))
 		ret = -EPERM;
 	else if (strncmp(name, "user.", 5))
-		ret = -EOPNOTSUPP;
+		ret = -other_errno;
 	else if (ino->is_dir)
 		ret = dir_xattr(fs, ino, name, value, size, flags);
 	else
@@ -289,21 +293,15 @@ void kvt_op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
 	fuse_reply_err(req, -ret);
 }
 
+void kvt_op_setxattr(fuse_req_t req, fuse_ino_t n, const char *name,
+		     const char *value, size_t size, int flags)
+{
+	change(req, n, name, value, size, flags, EOPNOTSUPP);
+}
+
 void kvt_op_removexattr(fuse_req_t req, fuse_ino_t n, const char *name)
 {
-	struct kvt_fs *fs = kvt_fs_of(req);
-	struct kvt_inode *ino = kvt_inode_of(fs, n);
-	int ret;
-
-	if (g_str_has_prefix(name, OWN_PREFIX))
-		ret = -EPERM;
-	else if (strncmp(name, "user.", 5))
-		ret = -ENODATA;
-	else if (ino->is_dir)
-		ret = dir_xattr(fs, ino, name, NULL, 0, 0);
-	else
-		ret = change_xattr(fs, ino, fuse_req_ctx(req)->uid, name, NULL, 0, 0);
-	fuse_reply_err(req, -ret);
+	change(req, n, name, NULL, 0, 0, ENODATA);
 }
 
 static void list_add(GString *s, const char *name)
