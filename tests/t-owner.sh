@@ -1,7 +1,8 @@
 #!/bin/bash
 # A name's owner, group and mode are its record's, not its lower file's:
 # everything below LOWERDIR is root's and 0600 (store format 2), and what
-# a name shows is what kvtierfs wrote.  Before format 2 a record file was
+# a name shows is what kvtierfs wrote; a directory's, written in its lower
+# directory (root's, 0700), which no client reads or sets.  Before format 2 a record file was
 # chowned to its name's owner and given its mode, so that a user owned
 # files in the store, and a chown on the lower disk changed who owned a
 # name.  A store of format 1 is upgraded by a mount that finds no other
@@ -20,7 +21,7 @@ U2=kvtu2
 kvt_make_users "$U1" "$U2"
 uid1=$(id -u "$U1") gid1=$(id -g "$U1") uid2=$(id -u "$U2") gid2=$(id -g "$U2")
 
-plan 25
+plan 29
 kvt_setup
 chmod 755 "$T"
 as() { kvt_as "$@"; }
@@ -43,6 +44,25 @@ grep -qx "owner $uid1 $gid1" "$LOWER/names/$U1/blk.bin" &&
 	grep -qx "mode 640" "$LOWER/names/$U1/blk.bin"
 ok $? "the record says the owner and the mode" ||
 	diag_file "$LOWER/names/$U1/blk.bin" 10
+as "$U1" sh -c 'umask 027 && mkdir "$1/sub" && mkdir "$1/sub/deeper"' sh "$U1"
+got="$(shown "$MNT/$U1") $(shown "$MNT/$U1/sub") / $(shown "$LOWER/names/$U1") $(shown "$LOWER/names/$U1/sub")"
+[ "$got" = "$uid1:$gid1 755 $uid1:$gid1 750 / 0:0 700 0:0 700" ]
+ok $? "directories show their owner and mode; their lower directories are root's 0700 ($got)"
+kvt_run chmod 2770 "$MNT/$U1/sub" && kvt_run chgrp "$gid2" "$MNT/$U1/sub" &&
+	as "$U1" mkdir "$U1/sub/sgid"
+got="$(shown "$MNT/$U1/sub") $(shown "$MNT/$U1/sub/sgid")"
+[ "$got" = "$uid1:$gid2 2770 $uid1:$gid2 2755" ]
+ok $? "a set-group-ID directory hands its group and the bit down ($got)"
+v=$(as "$U1" getfattr --only-values -n user.kvtierfs.dir "$U1/sub" 2>&1)
+l=$(as "$U1" getfattr -d -m - "$U1/sub" 2>&1)
+as "$U1" setfattr -n user.kvtierfs.dir -v "0 0 7777" "$U1/sub" 2>/dev/null
+rc=$?
+[[ "$v" == *"No such attribute"* ]] && [[ "$l" != *kvtierfs* ]] && [ "$rc" != 0 ] &&
+	[ "$(shown "$MNT/$U1/sub")" = "$uid1:$gid2 2770" ]
+ok $? "what a directory shows is kvtierfs's: not read, listed nor set through the mount (set: exit $rc)"
+others=$(find "$LOWER" ! -user root -printf '%P ' ; find "$LOWER" -mindepth 1 -perm /077 ! -path "$LOWER/names" -printf '%P ')
+[ -z "$others" ]
+ok $? "everything below LOWERDIR is root's, and nothing but names/ open to group or others (${others:-none})"
 kvt_run chown "$U2:$gid2" "$MNT/$U1/blk.bin" && kvt_run chmod 0604 "$MNT/$U1/blk.bin"
 got="$(shown "$MNT/$U1/blk.bin") / $(shown "$LOWER/names/$U1/blk.bin")"
 [ "$got" = "$uid2:$gid2 604 / 0:0 600" ]
@@ -50,9 +70,9 @@ ok $? "chown and chmod of the published block: the name changes, the record file
 kvt_umount
 
 kvt_mount allow_other
-got=$(shown "$MNT/$U1/blk.bin")
-[ "$got" = "$uid2:$gid2 604" ] && [ "$(as "$U2" cat "$U1/blk.bin")" = one ]
-ok $? "after a remount: $U2's, 0604, and $U2 reads it ($got)"
+got="$(shown "$MNT/$U1/blk.bin") $(shown "$MNT/$U1/sub/sgid")"
+[ "$got" = "$uid2:$gid2 604 $uid1:$gid2 2755" ] && [ "$(as "$U2" cat "$U1/blk.bin")" = one ]
+ok $? "after a remount: the block $U2's, 0604, and $U2 reads it; the directory as it was ($got)"
 kvt_umount
 # Who a name belongs to is what the record says: a chown on the lower
 # disk is no way to take another user's name.

@@ -146,9 +146,9 @@ static void test_hold(const char *parent, const char *outside)
 		close(h);
 	ok(kvt_dir_hold(root, "none", &st) == -ENOENT && kvt_dir_hold(root, "a/b", &st) == -EINVAL,
 	   "a missing name is not held; a path is no name");
-	ok(kvt_dir_open_path(root, "hl", &gone_link) == -ENOTDIR &&
-	   kvt_dir_open_path(root, "hfifo", &gone_link) == -ENOTDIR &&
-	   kvt_dir_open_path(root, "hf", &gone_link) == -ENOTDIR,
+	ok(kvt_dir_open_path(root, "hl", false, &gone_link) == -ENOTDIR &&
+	   kvt_dir_open_path(root, "hfifo", false, &gone_link) == -ENOTDIR &&
+	   kvt_dir_open_path(root, "hf", false, &gone_link) == -ENOTDIR,
 	   "a directory held by its name refuses a link, a FIFO, a file");
 
 	nlink_t before = 0, after = 1;
@@ -219,7 +219,7 @@ static void test_path_only(const char *top)
 
 	kvt_dir_open_root(top, &root);
 	kvt_dir_mkdir(root, "po", 0755);
-	ok(kvt_dir_open_path(root, "po", &d) == 0 && d->path_only &&
+	ok(kvt_dir_open_path(root, "po", false, &d) == 0 && d->path_only &&
 	   kvt_dir_mkdir(d, "sub", 0755) == 0 && kvt_dir_sync(d) == 0 &&
 	   kvt_dir_sync_up(d, root) == 0,
 	   "a directory held by its name: names made in it, synced, and every one above");

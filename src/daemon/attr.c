@@ -19,16 +19,21 @@ static unsigned int lower_fields(int to_set)
 	       (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME) ? KVT_SET_TIMES : 0);
 }
 
+/* A directory's times are its lower directory's; its owner and mode are
+ * what it shows (kvt_dir_set_shown). */
 static int set_dir(struct kvt_fs *fs, struct kvt_inode *ino, const struct stat *attr,
 		   int to_set, const struct timespec ts[2])
 {
 	g_autoptr(kvt_dir) d = NULL;
+	unsigned int which = lower_fields(to_set);
 	int ret = kvt_inode_dir(fs, ino, &d);
 
-	if (ret < 0)
-		return ret;
-	return kvt_dir_setattr(d, NULL, lower_fields(to_set), attr->st_mode, attr->st_uid,
-			       attr->st_gid, ts);
+	if (ret == 0 && (which & KVT_SET_TIMES))
+		ret = kvt_dir_setattr(d, NULL, KVT_SET_TIMES, 0, 0, 0, ts);
+	if (ret == 0 && (which & ~KVT_SET_TIMES))
+		ret = kvt_dir_set_shown(d, which & ~KVT_SET_TIMES, attr->st_mode, attr->st_uid,
+					attr->st_gid);
+	return ret;
 }
 
 /* A published file's owner or mode: its record rewritten (they are the

@@ -363,7 +363,7 @@ int kvt_inode_dir(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_dir **out
 		was = g_strdup(name);
 		ret = kvt_inode_dir(fs, p, &pd);
 		if (ret == 0) {
-			ret = kvt_dir_open_path(pd, name, &d);
+			ret = kvt_dir_open_path(pd, name, false, &d);
 			kvt_dir_unref(pd);
 		}
 		if (ret == 0 && (d->dev != dir->dev || d->ino != dir->lower_ino) &&
@@ -443,18 +443,22 @@ int kvt_inode_dir_remake(struct kvt_fs *fs, struct kvt_inode *dir, struct kvt_di
 	if (ret == 0) {
 		ret = kvt_dir_open(pd, name, &d);
 		if (ret == -ENOENT) {
-			ret = kvt_dir_mkdir(pd, name, known ? was.st_mode & 07777 : 0755);
+			/* Another owner than the daemon's is written in it
+			 * (below): its own is the daemon's, 0700. */
+			ret = kvt_dir_mkdir(pd, name, !known ? 0755 :
+					    was.st_uid == geteuid() && was.st_gid == getegid() ?
+					    was.st_mode & 07777 : 0700);
 			made = ret == 0;
 			if (ret == 0 || ret == -EEXIST)
 				ret = kvt_dir_open(pd, name, &d);
 		}
 	}
-	if (ret == 0 && made && known && kvt_dir_seen(d, &now) == 0 &&
+	if (ret == 0 && made && known && kvt_dir_stat(d, NULL, &now) == 0 &&
 	    (now.st_uid != was.st_uid || now.st_gid != was.st_gid ||
 	     (now.st_mode & 07777) != (was.st_mode & 07777)))
 		/* Best effort: the directory is there to use either way. */
-		kvt_dir_setattr(d, NULL, KVT_SET_UID | KVT_SET_GID | KVT_SET_MODE, was.st_mode,
-				was.st_uid, was.st_gid, NULL);
+		kvt_dir_set_shown(d, KVT_SET_UID | KVT_SET_GID | KVT_SET_MODE, was.st_mode,
+				  was.st_uid, was.st_gid);
 	if (ret == 0 && !take_dir(fs, p, dir, name, d)) {
 		kvt_dir_unref(d);
 		ret = -ENOENT; /* renamed meanwhile, or another device there */

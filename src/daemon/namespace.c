@@ -13,26 +13,34 @@
 #include "special.h"
 #include "version.h"
 
-/* A lower directory owned by its maker (the kernel applied the caller's
- * umask already; the daemon's own is 0, see main.c), held in *@out. */
+/* A lower directory that shows its maker as owner (the kernel applied
+ * the caller's umask already; the daemon's own is 0, see main.c), held in
+ * *@out.  Made 0700 for another owner than the daemon, who is written in
+ * it (kvt_dir_set_shown): no directory below is a user's. */
 static int make_dir(struct kvt_fs *fs, struct kvt_dir *pd, const char *name, mode_t mode,
 		    const struct fuse_ctx *ctx, struct kvt_dir **out)
 {
 	g_autoptr(kvt_dir) d = NULL;
 	struct stat st;
+	bool mine;
 	uid_t uid;
 	gid_t gid;
 	int ret;
 
-	kvt_new_owner(fs, pd, ctx, &uid, &gid);
-	ret = kvt_dir_mkdir(pd, name, mode & 07777);
+	/* In a set-group-ID directory, set-group-ID itself. */
+	if (kvt_new_owner(fs, pd, ctx, &uid, &gid))
+		mode |= S_ISGID;
+	mine = uid == geteuid() && gid == getegid();
+	ret = kvt_dir_mkdir(pd, name, mine ? mode & 07777 : 0700);
 	if (ret == 0)
-		ret = kvt_dir_open_path(pd, name, &d);
-	/* Owned by the daemon, which is who most clients are: then there is
-	 * nothing to change (each call is a round trip on a network file
-	 * system). */
-	if (ret == 0 && (kvt_dir_seen(d, &st) < 0 || st.st_uid != uid || st.st_gid != gid))
-		ret = kvt_dir_setattr(d, NULL, KVT_SET_UID | KVT_SET_GID, 0, uid, gid, NULL);
+		ret = kvt_dir_open_path(pd, name, true, &d);
+	/* The daemon's, which is who most clients are: then it shows its own
+	 * and there is nothing to write (each call is a round trip on a
+	 * network file system). */
+	if (ret == 0 && (!mine || kvt_dir_seen(d, &st) < 0 || st.st_uid != uid ||
+			 st.st_gid != gid || (st.st_mode & 07777) != (mode & 07777)))
+		ret = kvt_dir_set_shown(d, KVT_SET_UID | KVT_SET_GID | KVT_SET_MODE, mode, uid,
+					gid);
 	if (ret < 0 && ret != -EEXIST)
 		kvt_dir_rmdir(pd, name);
 	if (ret == 0)

@@ -364,6 +364,8 @@ static int lookup_unlocked(struct kvt_fs *fs, struct kvt_inode *parent, struct k
 	} else {
 		ret = kvt_dir_stat(pd, name, &st);
 	}
+	if (ret == 0 && S_ISDIR(st.st_mode))
+		ret = kvt_dir_show(pd, name, &st);
 	if (ret == 0 && S_ISREG(st.st_mode)) {
 		look_file(fs, pd, name, child && !child->is_dir ? child : NULL, &st, held, &lk);
 		if (!look_whole(&lk))
@@ -456,6 +458,8 @@ static int do_lookup(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir
 	} else {
 		ret = kvt_dir_stat(pd, name, &st);
 	}
+	if (ret == 0 && !known && S_ISDIR(st.st_mode))
+		ret = kvt_dir_show(pd, name, &st);
 	if (ret == -ESTALE && parent != fs->root && kvt_dir_gone(pd))
 		/* The directory itself went (another mount removed it): the
 		 * name is not there.  A store there makes it again. */
@@ -512,7 +516,7 @@ int kvt_lookup_made(struct kvt_fs *fs, struct kvt_inode *parent, struct kvt_dir 
 	return do_lookup(fs, parent, pd, name, &st, e, note);
 }
 
-void kvt_new_owner(struct kvt_fs *fs, struct kvt_dir *pd, const struct fuse_ctx *ctx,
+bool kvt_new_owner(struct kvt_fs *fs, struct kvt_dir *pd, const struct fuse_ctx *ctx,
 		   uid_t *uid, gid_t *gid)
 {
 	/* The directory's mode as fresh as the kernel's attributes of it. */
@@ -522,8 +526,10 @@ void kvt_new_owner(struct kvt_fs *fs, struct kvt_dir *pd, const struct fuse_ctx 
 
 	*uid = ctx->uid;
 	*gid = ctx->gid;
-	if (kvt_dir_inherit(pd, max_age, &mode, &dgid) == 0 && (mode & S_ISGID))
-		*gid = dgid;
+	if (kvt_dir_inherit(pd, max_age, &mode, &dgid) < 0 || !(mode & S_ISGID))
+		return false;
+	*gid = dgid;
+	return true;
 }
 
 void kvt_reply_attr(fuse_req_t req, struct kvt_fs *fs, struct kvt_inode *ino, int ret)

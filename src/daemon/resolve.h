@@ -10,8 +10,9 @@ void kvt_file_attr(struct kvt_inode *ino, struct stat *st);
 int kvt_inode_attr(struct kvt_fs *fs, struct kvt_inode *ino, struct stat *st);
 
 /* The owner of a new name in the directory @pd, made by @ctx: the caller,
- * and the directory's group when it is set-group-ID (as ext4 does). */
-void kvt_new_owner(struct kvt_fs *fs, struct kvt_dir *pd, const struct fuse_ctx *ctx,
+ * and the directory's group when it is set-group-ID (as ext4 does).
+ * True when it is (a new directory is set-group-ID too). */
+bool kvt_new_owner(struct kvt_fs *fs, struct kvt_dir *pd, const struct fuse_ctx *ctx,
 		   uid_t *uid, gid_t *gid);
 
 /* Replies to GETATTR or SETATTR: @ino's attributes, or the error @ret. */

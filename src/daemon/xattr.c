@@ -140,6 +140,12 @@ void kvt_op_getxattr(fuse_req_t req, fuse_ino_t n, const char *name, size_t size
 			fuse_reply_err(req, ENODATA);
 		return;
 	}
+	if (ino->is_dir && g_str_has_prefix(name, OWN_PREFIX)) {
+		/* The daemon's own on a lower directory (KVT_DIR_SHOWN_XATTR):
+		 * never a client's to read. */
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
 	if (ino->is_dir) {
 		g_autofree char *buf = g_malloc(XATTR_SIZE_MAX);
 		g_autoptr(kvt_dir) d = NULL;

@@ -16,7 +16,7 @@
 
 /* The directory open at @fd, whose metadata is @st when the caller has
  * it already (NULL: looked at here). */
-static struct kvt_dir *dir_new(int fd, const struct stat *st)
+static struct kvt_dir *dir_new(int fd, const struct stat *st, bool shown)
 {
 	struct kvt_dir *d = g_new0(struct kvt_dir, 1);
 	struct stat own;
@@ -30,9 +30,59 @@ static struct kvt_dir *dir_new(int fd, const struct stat *st)
 		d->dev = st->st_dev;
 		d->ino = st->st_ino;
 		d->seen = *st;
-		d->seen_at = g_get_monotonic_time();
+		/* Only what a directory of the client's tree shows is
+		 * kept as seen (kvt_dir_show). */
+		if (shown)
+			d->seen_at = g_get_monotonic_time();
 	}
 	return d;
+}
+
+/* "<uid> <gid> <octal mode>" of KVT_DIR_SHOWN_XATTR put over @st; false
+ * (nothing put) when @buf is not that. */
+static bool parse_shown(const char *buf, ssize_t n, struct stat *st)
+{
+	char s[64];
+	unsigned int uid, gid, mode;
+	int used = 0;
+
+	if (n <= 0 || n >= (ssize_t)sizeof(s))
+		return false;
+	memcpy(s, buf, n);
+	s[n] = '\0';
+	if (sscanf(s, "%u %u %o%n", &uid, &gid, &mode, &used) != 3 || used != n ||
+	    (mode & ~07777u) || !g_ascii_isdigit(s[0]))
+		return false;
+	st->st_uid = uid;
+	st->st_gid = gid;
+	st->st_mode = (st->st_mode & S_IFMT) | mode;
+	return true;
+}
+
+/* KVT_DIR_SHOWN_XATTR of the directory at @path (a /proc/self/fd link:
+ * the fd may be O_PATH) over @st: 1, or 0 when it has none. */
+static int show_path(const char *path, bool follow, struct stat *st)
+{
+	char buf[64];
+	ssize_t n = follow ? getxattr(path, KVT_DIR_SHOWN_XATTR, buf, sizeof(buf)) :
+			     lgetxattr(path, KVT_DIR_SHOWN_XATTR, buf, sizeof(buf));
+
+	if (n < 0)
+		return errno == ENODATA || errno == ENOTSUP ? 0 : -errno;
+	if (!parse_shown(buf, n, st)) {
+		g_warning("%s: %s of a directory is not \"<uid> <gid> <mode>\": its own owner "
+			  "and mode shown", path, KVT_DIR_SHOWN_XATTR);
+		return 0;
+	}
+	return 1;
+}
+
+static int show_fd(int fd, struct stat *st)
+{
+	char path[40];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return show_path(path, true, st);
 }
 
 /* What a stat of @d itself showed, kept for kvt_dir_inherit. */
@@ -102,7 +152,7 @@ int kvt_dir_open_root(const char *path, struct kvt_dir **out)
 
 	if (fd < 0)
 		return -errno;
-	*out = dir_new(fd, NULL);
+	*out = dir_new(fd, NULL, false);
 	return 0;
 }
 
@@ -166,13 +216,15 @@ int kvt_dir_open(struct kvt_dir *at, const char *relpath, struct kvt_dir **out)
 		if (fd < 0)
 			return FAIL("opendir", relpath);
 	}
-	*out = dir_new(fd, NULL);
+	*out = dir_new(fd, NULL, false);
 	return 0;
 }
 
-int kvt_dir_open_path(struct kvt_dir *at, const char *name, struct kvt_dir **out)
+int kvt_dir_open_path(struct kvt_dir *at, const char *name, bool made, struct kvt_dir **out)
 {
-	int fd;
+	struct kvt_dir *d;
+	struct stat st;
+	int fd, ret;
 
 	FAULT(KVT_FAULT_OPENDIR, name, NULL);
 	CHECK_NAME(name);
@@ -181,8 +233,16 @@ int kvt_dir_open_path(struct kvt_dir *at, const char *name, struct kvt_dir **out
 				   O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 	if (fd < 0)
 		return FAIL("opendir", name);
-	*out = dir_new(fd, NULL);
-	(*out)->path_only = true;
+	if (fstat(fd, &st)) {
+		ret = FAIL("stat", name);
+		close(fd);
+		return ret;
+	}
+	/* Just made: it shows its own; else what it says it shows. */
+	ret = made ? 0 : show_fd(fd, &st);
+	d = dir_new(fd, &st, ret >= 0);
+	d->path_only = true;
+	*out = d;
 	return 0;
 }
 
@@ -190,8 +250,13 @@ int kvt_dir_stat(struct kvt_dir *d, const char *name, struct stat *st)
 {
 	FAULT(KVT_FAULT_STAT, name, NULL);
 	if (!name) {
+		int ret;
+
 		if (fstat(d->fd, st))
 			return FAIL("stat", ".");
+		ret = show_fd(d->fd, st);
+		if (ret < 0)
+			return kvt_lower_failed("getxattr", ".", -ret);
 		dir_seen(d, st);
 		return 0;
 	}
@@ -230,7 +295,7 @@ int kvt_dir_from_hold(int held, const char *name, const struct stat *st, struct 
 	fd = fcntl(held, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno; /* ours, not the lower disk's */
-	*out = dir_new(fd, st);
+	*out = dir_new(fd, st, true);
 	(*out)->path_only = true;
 	return 0;
 }
@@ -708,6 +773,63 @@ int kvt_dir_access(struct kvt_dir *d, const char *name, int mode)
 		CHECK_NAME(name);
 	return faccessat(d->fd, name ? name : ".", mode, AT_EACCESS | AT_SYMLINK_NOFOLLOW) ?
 	       -errno : 0;
+}
+
+int kvt_dir_show(struct kvt_dir *d, const char *name, struct stat *st)
+{
+	g_autofree char *path = NULL;
+	int ret;
+
+	if (!name) {
+		ret = show_fd(d->fd, st);
+	} else {
+		CHECK_NAME(name);
+		path = g_strdup_printf("/proc/self/fd/%d/%s", d->fd, name);
+		ret = show_path(path, false, st);
+	}
+	return ret < 0 ? kvt_lower_failed("getxattr", name ? name : ".", -ret) : 0;
+}
+
+int kvt_dir_set_shown(struct kvt_dir *d, unsigned int which, mode_t mode, uid_t uid,
+		      gid_t gid)
+{
+	char buf[64];
+	struct stat own, st;
+	int ret, len;
+
+	FAULT(KVT_FAULT_SETATTR, ".", NULL);
+	if (fstat(d->fd, &own))
+		return FAIL("stat", ".");
+	st = own;
+	ret = show_fd(d->fd, &st);
+	if (ret < 0)
+		return kvt_lower_failed("getxattr", ".", -ret);
+	if (which & KVT_SET_UID)
+		st.st_uid = uid;
+	if (which & KVT_SET_GID)
+		st.st_gid = gid;
+	if (which & KVT_SET_MODE)
+		st.st_mode = (st.st_mode & S_IFMT) | (mode & 07777);
+	/* The daemon's own, with nothing written yet: the lower directory
+	 * is the daemon's already, and shows it as it is (no call more than
+	 * a chmod, where each is a round trip to a file server). */
+	if (ret == 0 && st.st_uid == geteuid() && st.st_gid == getegid()) {
+		ret = kvt_dir_setattr(d, NULL, which, mode, uid, gid, NULL);
+	} else {
+		len = snprintf(buf, sizeof(buf), "%u %u %o", (unsigned int)st.st_uid,
+			       (unsigned int)st.st_gid, (unsigned int)(st.st_mode & 07777));
+		ret = kvt_dir_setxattr(d, KVT_DIR_SHOWN_XATTR, buf, len, 0);
+		if (ret == -ENOTSUP || ret == -EOPNOTSUPP)
+			return kvt_dir_setattr(d, NULL, which, mode, uid, gid, NULL);
+		/* Its own: the daemon's and 0700, once. */
+		if (ret == 0 && ((own.st_mode & 07777) != 0700 || own.st_uid != geteuid() ||
+				 own.st_gid != getegid()))
+			ret = kvt_dir_setattr(d, NULL, KVT_SET_UID | KVT_SET_GID | KVT_SET_MODE,
+					      0700, geteuid(), getegid(), NULL);
+	}
+	if (ret == 0)
+		dir_seen(d, &st);
+	return ret;
 }
 
 ssize_t kvt_dir_getxattr(struct kvt_dir *d, const char *name, void *buf, size_t size)

@@ -30,7 +30,8 @@ typedef struct kvt_dir {
 			   * open it for real */
 	dev_t dev;
 	ino_t ino;
-	/* Its own metadata as last seen, and when (0: never). */
+	/* Its own metadata as last seen (its owner, group and mode those
+	 * it shows: kvt_dir_show), and when (0: never). */
 	GMutex seen_lock;
 	struct stat seen;
 	gint64 seen_at;
@@ -61,8 +62,10 @@ int kvt_dir_stat(struct kvt_dir *d, const char *name, struct stat *st);
 /* @d's link count as its file server has it now (0: removed). */
 int kvt_dir_links_now(struct kvt_dir *d, nlink_t *nlink);
 /* kvt_dir_open of the one name @name, held by an O_PATH descriptor
- * (kvt_dir_from_hold says why): for a directory of the client's tree. */
-int kvt_dir_open_path(struct kvt_dir *at, const char *name, struct kvt_dir **out);
+ * (kvt_dir_from_hold says why): for a directory of the client's tree,
+ * whose metadata as shown (kvt_dir_show) is kept as seen; @made: it was
+ * just made, and shows its own. */
+int kvt_dir_open_path(struct kvt_dir *at, const char *name, bool made, struct kvt_dir **out);
 /* @name in @d, held by an O_PATH descriptor (returned), which opens
  * nothing (a FIFO or a device planted there stays shut); @st gets its
  * metadata.  What it is, a directory or a regular file, is then kept
@@ -70,7 +73,8 @@ int kvt_dir_open_path(struct kvt_dir *at, const char *name, struct kvt_dir **out
  * a look at its name: on a network file system one round trip where a
  * stat by name and an open by name are two. */
 int kvt_dir_hold(struct kvt_dir *d, const char *name, struct stat *st);
-/* The directory @name held at @held (kvt_dir_hold), @st its metadata:
+/* The directory @name held at @held (kvt_dir_hold), @st its metadata as
+ * shown (kvt_dir_show):
  * the hold itself, not an open of the directory.  Every call on names in
  * it takes an O_PATH descriptor as its directory; an open by
  * /proc/self/fd would cost a network file system two round trips more
@@ -114,6 +118,24 @@ enum {
 };
 int kvt_dir_setattr(struct kvt_dir *d, const char *name, unsigned int which,
 		    mode_t mode, uid_t uid, gid_t gid, const struct timespec ts[2]);
+
+/* A directory's owner, group and mode (store format 2) are what it
+ * shows, written in an xattr of the lower directory, which is root's and
+ * 0700 whoever owns the name: "<uid> <gid> <octal mode>".  A directory
+ * without one (made before format 2, or where the file system has no
+ * user xattrs) shows its own.  Clients never see nor set it (OWN_PREFIX). */
+#define KVT_DIR_SHOWN_XATTR "user.kvtierfs.dir"
+
+/* Puts over @st, the stat of the directory @d (@name NULL) or of the
+ * directory @d/@name, the owner, group and mode it shows; 0 also when it
+ * has none of its own, -errno when they cannot be read. */
+int kvt_dir_show(struct kvt_dir *d, const char *name, struct stat *st);
+/* Makes the directory @d show @which (KVT_SET_UID, _GID, _MODE) of @mode,
+ * @uid, @gid, and the rest of what it shows now, in one setxattr; the
+ * lower directory is made root's and 0700 the first time.  Where the file
+ * system has no user xattrs, @d's own owner and mode are set instead. */
+int kvt_dir_set_shown(struct kvt_dir *d, unsigned int which, mode_t mode, uid_t uid,
+		      gid_t gid);
 
 /* The times of @name itself, whatever it is (never through a symbolic
  * link): one call, where kvt_dir_setattr opens the file first. */
