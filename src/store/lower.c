@@ -59,14 +59,27 @@ static bool parse_shown(const char *buf, ssize_t n, struct stat *st)
 	return true;
 }
 
+/* Whether a lower directory that @st describes may hold what it shows:
+ * kvt_dir_set_shown makes such a one the daemon's and 0700 before it
+ * writes it.  Any other is not looked at: a look is a round trip (or
+ * more) to a file server, for every directory of a store. */
+static bool may_show(const struct stat *st)
+{
+	return st->st_uid == geteuid() && (st->st_mode & 07777) == 0700;
+}
+
 /* KVT_DIR_SHOWN_XATTR of the directory at @path (a /proc/self/fd link:
- * the fd may be O_PATH) over @st: 1, or 0 when it has none. */
+ * the fd may be O_PATH), whose own metadata @st has, over @st: 1, or 0
+ * when it has none. */
 static int show_path(const char *path, bool follow, struct stat *st)
 {
 	char buf[64];
-	ssize_t n = follow ? getxattr(path, KVT_DIR_SHOWN_XATTR, buf, sizeof(buf)) :
-			     lgetxattr(path, KVT_DIR_SHOWN_XATTR, buf, sizeof(buf));
+	ssize_t n;
 
+	if (!may_show(st))
+		return 0;
+	n = follow ? getxattr(path, KVT_DIR_SHOWN_XATTR, buf, sizeof(buf)) :
+		     lgetxattr(path, KVT_DIR_SHOWN_XATTR, buf, sizeof(buf));
 	if (n < 0)
 		return errno == ENODATA || errno == ENOTSUP ? 0 : -errno;
 	if (!parse_shown(buf, n, st)) {
@@ -795,6 +808,7 @@ int kvt_dir_set_shown(struct kvt_dir *d, unsigned int which, mode_t mode, uid_t 
 {
 	char buf[64];
 	struct stat own, st;
+	bool written;
 	int ret, len;
 
 	FAULT(KVT_FAULT_SETATTR, ".", NULL);
@@ -804,6 +818,8 @@ int kvt_dir_set_shown(struct kvt_dir *d, unsigned int which, mode_t mode, uid_t 
 	ret = show_fd(d->fd, &st);
 	if (ret < 0)
 		return kvt_lower_failed("getxattr", ".", -ret);
+	written = ret > 0;
+	ret = 0;
 	if (which & KVT_SET_UID)
 		st.st_uid = uid;
 	if (which & KVT_SET_GID)
@@ -813,19 +829,22 @@ int kvt_dir_set_shown(struct kvt_dir *d, unsigned int which, mode_t mode, uid_t 
 	/* The daemon's own, with nothing written yet: the lower directory
 	 * is the daemon's already, and shows it as it is (no call more than
 	 * a chmod, where each is a round trip to a file server). */
-	if (ret == 0 && st.st_uid == geteuid() && st.st_gid == getegid()) {
+	if (!written && st.st_uid == geteuid() && st.st_gid == getegid()) {
 		ret = kvt_dir_setattr(d, NULL, which, mode, uid, gid, NULL);
 	} else {
-		len = snprintf(buf, sizeof(buf), "%u %u %o", (unsigned int)st.st_uid,
-			       (unsigned int)st.st_gid, (unsigned int)(st.st_mode & 07777));
-		ret = kvt_dir_setxattr(d, KVT_DIR_SHOWN_XATTR, buf, len, 0);
-		if (ret == -ENOTSUP || ret == -EOPNOTSUPP)
-			return kvt_dir_setattr(d, NULL, which, mode, uid, gid, NULL);
-		/* Its own: the daemon's and 0700, once. */
-		if (ret == 0 && ((own.st_mode & 07777) != 0700 || own.st_uid != geteuid() ||
-				 own.st_gid != getegid()))
+		/* Its own first, the daemon's and 0700 (may_show), once: a
+		 * crash before the xattr is written leaves it closed. */
+		if ((own.st_mode & 07777) != 0700 || own.st_uid != geteuid() ||
+		    own.st_gid != getegid())
 			ret = kvt_dir_setattr(d, NULL, KVT_SET_UID | KVT_SET_GID | KVT_SET_MODE,
 					      0700, geteuid(), getegid(), NULL);
+		len = snprintf(buf, sizeof(buf), "%u %u %o", (unsigned int)st.st_uid,
+			       (unsigned int)st.st_gid, (unsigned int)(st.st_mode & 07777));
+		if (ret == 0)
+			ret = kvt_dir_setxattr(d, KVT_DIR_SHOWN_XATTR, buf, len, 0);
+		if (ret == -ENOTSUP || ret == -EOPNOTSUPP)
+			return kvt_dir_setattr(d, NULL, KVT_SET_UID | KVT_SET_GID | KVT_SET_MODE,
+					       st.st_mode, st.st_uid, st.st_gid, NULL);
 	}
 	if (ret == 0)
 		dir_seen(d, &st);
