@@ -322,7 +322,8 @@ int kvt_store_sync_published(struct kvt_store *s, struct kvt_dir *d, const char 
 	return ret < 0 ? ret : kvt_dir_sync_up(d, s->layout.names);
 }
 
-int kvt_store_sync_dir(struct kvt_store *s, struct kvt_dir *d)
+int kvt_store_sync_dir(struct kvt_store *s, struct kvt_dir *d, kvt_sync_wanted wanted,
+		       void *data)
 {
 	int ret;
 	g_autoptr(GPtrArray) ents = kvt_dir_list(d, false, &ret);
@@ -332,13 +333,17 @@ int kvt_store_sync_dir(struct kvt_store *s, struct kvt_dir *d)
 	for (guint i = 0; i < ents->len; i++) {
 		const struct kvt_dirent *e = ents->pdata[i];
 		struct kvt_record rec;
+		struct stat st;
 
 		if (e->type != DT_REG && e->type != DT_UNKNOWN)
 			continue;
-		ret = kvt_name_read(d, e->name, &rec, NULL);
+		ret = kvt_name_read(d, e->name, &rec, &st);
 		/* Gone meanwhile, a subdirectory, or torn (a resolve purges
-		 * it): nothing of it to make durable. */
-		if (ret == -ENOENT || ret == -EBADMSG || ret == -EISDIR) {
+		 * it): nothing of it to make durable.  Or not the caller's
+		 * to ask for: its entry is made durable with the directory,
+		 * its bytes by its owner's fsync. */
+		if (ret == -ENOENT || ret == -EBADMSG || ret == -EISDIR ||
+		    (ret == 0 && wanted && !wanted(&rec, &st, data))) {
 			kvt_record_clear(&rec);
 			continue;
 		}
