@@ -63,7 +63,8 @@
  * the record's directory and each one above it up to names/ (a directory
  * made since the last sync holds the path to the name).  A client's fsync
  * of a directory (after renames into it) gets the same for every name in
- * it, kvt_store_sync_dir: its fsync of a temp file could not make bytes
+ * it that the caller wants (the daemon: the client's own; root's, all),
+ * kvt_store_sync_dir: its fsync of a temp file could not make bytes
  * durable that become an object only at the rename.
  *
  * -o sync asks it of every publication, before the rename or the close
