@@ -46,9 +46,9 @@ void kvt_bounds_init(struct kvt_bounds *b, const struct kvt_options *o, uint64_t
 	b->max_pending_total = MAX(b->max_pending_total, b->max_pending);
 	b->max_xattr_size = (uint64_t)o->max_xattr_size;
 	b->max_xattr_memory = (uint64_t)o->xattr_memory << 20;
-	/* A quarter of the lower disk per uid, as of the others: four users
-	 * fill it only together, and a vLLM tier stages a few blocks per
-	 * writer thread at a time.  Unknown: no bound. */
+	/* A quarter of the lower disk per uid, like the other bounds per
+	 * uid: four users fill it only together, and a vLLM tier stages a
+	 * few blocks per writer thread at a time.  Unknown: no bound. */
 	if (o->max_staged > 0)
 		b->max_staged = (uint64_t)o->max_staged * MiB;
 	else
@@ -74,7 +74,7 @@ char *kvt_bounds_describe(const struct kvt_bounds *b)
 
 	return g_strdup_printf("max_pending=%u per uid, %u in all; max_xattr_size=%" G_GUINT64_FORMAT
 			       ", xattr_memory=%" G_GUINT64_FORMAT " MiB; max_staged=%s per uid; "
-			       "%u threads waiting per uid",
+			       "%u threads waiting for readers per uid",
 			       b->max_pending, b->max_pending_total, b->max_xattr_size,
 			       b->max_xattr_memory >> 20, staged, b->max_waiting);
 }

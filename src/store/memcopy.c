@@ -176,19 +176,15 @@ static void went_without(struct kvt_copies *c, uint64_t want)
 }
 
 /* Whether @uid may have one more open waiting, counted if so (caller
- * holds c->lock). */
-static bool user_may_wait(struct kvt_copies *c, uid_t uid)
+ * holds c->lock); if not, *@say whether the log's line on it is due, with
+ * the refusals since the last in *@more. */
+static bool user_may_wait(struct kvt_copies *c, uid_t uid, bool *say, guint64 *more)
 {
 	gpointer key = GUINT_TO_POINTER(uid);
 	guint n = GPOINTER_TO_UINT(g_hash_table_lookup(c->user_waiters, key));
-	guint64 more;
 
 	if (n >= c->max_user_waiters) {
-		if (kvt_log_due(&c->user_full, WARN_EVERY_US, &more))
-			g_warning("uid %u has %u opens waiting for copy memory, its share of the %u "
-				  "that may wait: its next ones go without (%" G_GUINT64_FORMAT
-				  " more since the last line)",
-				  (unsigned)uid, n, c->max_waiters, more);
+		*say = kvt_log_due(&c->user_full, WARN_EVERY_US, more);
 		return false;
 	}
 	g_hash_table_insert(c->user_waiters, key, GUINT_TO_POINTER(n + 1));
@@ -210,7 +206,8 @@ struct kvt_copy *kvt_copy_get(struct kvt_copies *c, uint64_t size, uid_t uid)
 {
 	g_autoptr(GPtrArray) drop = g_ptr_array_new_with_free_func((GDestroyNotify)copy_free);
 	struct kvt_copy *cp = NULL;
-	bool room = false;
+	bool room = false, say = false;
+	guint64 more = 0;
 	uint64_t want;
 
 	if (!c || size == 0)
@@ -225,7 +222,7 @@ struct kvt_copy *kvt_copy_get(struct kvt_copies *c, uint64_t size, uid_t uid)
 	 * by its release, which needs a thread of the caller's that is not
 	 * waiting here. */
 	cp = take(c, want, drop, &room);
-	if (!cp && !room && c->waiters < c->max_waiters && user_may_wait(c, uid)) {
+	if (!cp && !room && c->waiters < c->max_waiters && user_may_wait(c, uid, &say, &more)) {
 		/* Counted as it starts: the count shows a wait going on. */
 		gint64 deadline = g_get_monotonic_time() + c->wait_us;
 
@@ -241,6 +238,10 @@ struct kvt_copy *kvt_copy_get(struct kvt_copies *c, uint64_t size, uid_t uid)
 		user_waited(c, uid);
 	}
 	g_mutex_unlock(&c->lock);
+	if (say)
+		g_warning("uid %u has %u opens waiting for copy memory, its share of the %u that "
+			  "may wait: its next ones go without (%" G_GUINT64_FORMAT " more since the "
+			  "last line)", (unsigned)uid, c->max_user_waiters, c->max_waiters, more);
 	if (cp)
 		return cp;
 	if (room) {
