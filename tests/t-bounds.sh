@@ -33,7 +33,9 @@
 # at 2 MiB with EDQUOT, logged once; a truncate that grows a third to
 # 100 MiB fails the same; meanwhile kvtu2 stores two 6 MiB blocks
 # byte-exact.  Once kvtu1 renames his first (published) and removes the
-# second, he writes 8 MiB again.
+# second, he writes 8 MiB again; an append to the published one, a new
+# version that starts from its 6 MiB, then fails the same until he
+# removes those 8 MiB.
 # kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
@@ -51,7 +53,7 @@ X1=60901
 X2=60902
 X3=60903
 
-plan 36
+plan 38
 kvt_setup
 chmod 755 "$T"
 
@@ -367,4 +369,18 @@ as "$U1" mv "$U1/s1.tmp" "$U1/s1.bin" && as "$U1" rm "$U1/s2.tmp" "$U1/s3.tmp" &
 ok $? "once $U1 published one (rename) and removed the others, he writes 8 MiB to a .tmp again (${out:-})"
 kvt_num_cmp "$(stat -c %s "$MNT/$U1/s1.bin")" -eq $((6 << 20))
 ok $? "the published one holds its 6 MiB"
+# A rewrite in place starts from the published bytes: 6 MiB staged.
+# (dd, not the shell's echo: dash says "I/O error" whatever the errno.)
+append() {
+	as "$U1" dd if=/dev/zero of="$U1/s1.bin" bs=5 count=1 oflag=append conv=notrunc status=none
+}
+append 2>"$T/append.err"
+rc=$?
+[ "$rc" != 0 ] && grep -q 'Disk quota exceeded' "$T/append.err" &&
+	kvt_num_cmp "$(stat -c %s "$MNT/$U1/s1.bin")" -eq $((6 << 20))
+ok $? "with 8 MiB staged, an append to it (a new version from its 6 MiB) fails with EDQUOT, the file unchanged" ||
+	diag_file "$T/append.err" 3
+as "$U1" rm "$U1/s4.tmp" && append &&
+	kvt_num_cmp "$(stat -c %s "$MNT/$U1/s1.bin")" -eq $(((6 << 20) + 5))
+ok $? "once he removed the 8 MiB .tmp, the append is taken"
 kvt_umount

@@ -25,10 +25,12 @@
  *     EDQUOT;
  *   - threads waiting per uid: a change in place waiting for the readers
  *     of the page cache (10 s) holds a FUSE thread, and so does an open
- *     waiting for copy memory (5 s, memcopy.h, its own share); one user
- *     with many of them would leave none for others.  An eighth of
- *     -o max_threads per uid (1 at least) may wait; the next change gets
- *     EBUSY at once.
+ *     waiting for copy memory (5 s); one user with many of them would
+ *     leave none for others.  An eighth of -o max_threads per uid (1 at
+ *     least) may wait for readers, the next change gets EBUSY at once;
+ *     a sixteenth may wait for copy memory (memcopy.h counts them), the
+ *     next open goes without its copy at once.  (An fsync of a directory
+ *     syncs the caller's names only, file.c: it costs him what is his.)
  *
  * Every bound is counted against the uid of the request that begins the
  * charge, passed down from it: nothing is remembered per thread, so no
