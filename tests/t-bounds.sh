@@ -18,6 +18,24 @@
 # On a mount with xattr_memory=1, a uid's pending files get a quarter of
 # the MiB (EDQUOT past it), five uids the whole (ENOSPC), and an unlink or
 # a publication gives it back.
+#
+# Whom a file being written is counted against: the caller of the request
+# that begins it, whatever the request.  On a fresh mount with
+# max_pending=20, kvtu1 makes 30 .tmp files by mknod(2), which opens
+# nothing: 20 taken, then EDQUOT, logged as his; root's and kvtu2's
+# creates meanwhile are taken.  (When the uid was remembered per thread,
+# set by the operations that knew to, mknod counted kvtu1's files against
+# whoever the thread served last: root, which then got EDQUOT.)
+#
+# Staged bytes (-o max_staged): the default is a quarter of the lower
+# file system (the mount's bounds line).  With max_staged=8 (MiB), kvtu1
+# writes 6 MiB to one .tmp and then 6 MiB to another: the second stops
+# at 2 MiB with EDQUOT, logged once; a truncate that grows a third to
+# 100 MiB fails the same; meanwhile kvtu2 stores two 6 MiB blocks
+# byte-exact.  Once kvtu1 renames his first (published) and removes the
+# second, he writes 8 MiB again; an append to the published one, a new
+# version that starts from its 6 MiB, then fails the same until he
+# removes those 8 MiB.
 # kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
@@ -35,7 +53,7 @@ X1=60901
 X2=60902
 X3=60903
 
-plan 21
+plan 38
 kvt_setup
 chmod 755 "$T"
 
@@ -127,6 +145,14 @@ store() {
 log_count() { grep -c -- "$1" "$T/daemon.log"; }
 # held_line FILE: the "held" line HOLD_PY printed there (for kvt_within).
 held_line() { grep -q '^held ' "$1"; }
+
+# ---------------------------------------------------------------- the default bounds
+
+read -r blocks bsize < <(stat -f -c '%b %S' "$LOWER")
+want=$(kvt_calc 'int(b * s / 4 / 1048576)' b="${blocks:-}" s="${bsize:-}")
+grep -q "bounds: .*max_staged=$want MiB per uid" "$T/daemon.log"
+ok $? "max_staged's default: a quarter of the lower file system ($want MiB)" ||
+	diag "$(grep -o 'bounds: .*' "$T/daemon.log" | head -n 1)"
 
 # ---------------------------------------------------------------- files being written
 
@@ -261,4 +287,100 @@ as "$U2" sh -c 'for i in 0 1 2 3; do mv "$1/m$i.tmp" "$1/m$i.bin" || exit; done'
 	out=$(as "$U2" "$PY" -c "$XATTRS_PY" "$U2/n.tmp" 1 60000) && [ "$out" = "set 1 none" ] &&
 	as "$U2" getfattr -n user.k0 "$U2/m3.bin" >/dev/null
 ok $? "once $U2 renamed his .tmp files (published), he sets one on a new .tmp (${out:-})"
+kvt_umount
+
+# ---------------------------------------------------------------- whom a stage counts against
+
+kvt_mount allow_other max_pending=20 || bail "the mount with max_pending=20 failed"
+install -d -o "$U1" -g "$(id -g "$U1")" -m 0700 "$MNT/$U1" || bail "install -d failed"
+install -d -o "$U2" -g "$(id -g "$U2")" -m 0700 "$MNT/$U2" || bail "install -d failed"
+# MKNOD_PY DIR N: N regular files DIR/k0.tmp ... by mknod(2), which opens
+# nothing; says "made K" and the errors by name.
+MKNOD_PY=$(cat <<'EOF'
+import errno, os, stat, sys
+d, n = sys.argv[1], int(sys.argv[2])
+made, errs = 0, {}
+for i in range(n):
+    try:
+        os.mknod("%s/k%d.tmp" % (d, i), stat.S_IFREG | 0o600)
+        made += 1
+    except OSError as e:
+        name = errno.errorcode.get(e.errno, str(e.errno))
+        errs[name] = errs.get(name, 0) + 1
+print("made %d %s" % (made, " ".join("%s:%d" % kv for kv in sorted(errs.items())) or "none"))
+EOF
+)
+out=$(as "$U1" "$PY" -c "$MKNOD_PY" "$U1" 30)
+[ "$out" = "made 20 EDQUOT:10" ]
+ok $? "$U1's 30 mknod of .tmp files with max_pending=20: 20 made, then EDQUOT ($out)"
+kvt_num_cmp "$(log_count "uid $UID1 holds 20 files")" -eq 1
+ok $? "logged once, as $U1's"
+: >"$MNT/root.tmp" && as "$U2" sh -c ': >"$1/b.tmp"' sh "$U2"
+ok $? "meanwhile root and $U2 each create a .tmp file: taken"
+as "$U1" sh -c 'rm "$1"/k*.tmp' sh "$U1" && rm -f "$MNT/root.tmp" && as "$U2" rm "$U2/b.tmp"
+ok $? "the .tmp files removed"
+kvt_umount
+
+# ---------------------------------------------------------------- staged bytes
+
+kvt_mount allow_other max_staged=8 || bail "the mount with max_staged=8 failed"
+for u in "$U1" "$U2"; do
+	install -d -o "$u" -g "$(id -g "$u")" -m 0700 "$MNT/$u" || bail "install -d failed"
+done
+head -c $((6 << 20)) /dev/urandom >"$T/in/six" && chmod 644 "$T/in/six" || bail "head failed"
+# WRITE_PY PATH MIB: writes MIB MiB to PATH, 1 MiB at a time, and says
+# "wrote K" (MiB) and the error that stopped it, by name ("none").
+WRITE_PY=$(cat <<'EOF'
+import errno, os, sys
+path, n = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+done, err = 0, "none"
+try:
+    for i in range(n):
+        if os.write(fd, b"s" * (1 << 20)) != 1 << 20:
+            err = "short"
+            break
+        done += 1
+except OSError as e:
+    err = errno.errorcode.get(e.errno, str(e.errno))
+os.close(fd)
+print("wrote %d %s" % (done, err))
+EOF
+)
+staged0=$(log_count 'max_staged=8 MiB')
+out1=$(as "$U1" "$PY" -c "$WRITE_PY" "$U1/s1.tmp" 6)
+out2=$(as "$U1" "$PY" -c "$WRITE_PY" "$U1/s2.tmp" 6)
+[ "$out1" = "wrote 6 none" ] && [ "$out2" = "wrote 2 EDQUOT" ]
+ok $? "$U1 writes 6 MiB to one .tmp ($out1), then to another: 2 MiB, then EDQUOT ($out2)"
+as "$U1" truncate -s 100M "$U1/s3.tmp" 2>"$T/trunc.err"
+rc=$?
+[ "$rc" != 0 ] && grep -q 'Disk quota exceeded' "$T/trunc.err"
+ok $? "a truncate of a third .tmp to 100 MiB: EDQUOT" || diag_file "$T/trunc.err" 3
+kvt_num_cmp "$(log_count 'max_staged=8 MiB')" -eq "$((staged0 + 1))"
+ok $? "one log line for both refusals"
+ok_b=0
+for i in 0 1; do
+	store "$U2" ../in/six "$U2/six$i.bin" && as "$U2" cmp ../in/six "$U2/six$i.bin" && ok_b=$((ok_b + 1))
+done
+kvt_num_cmp "$ok_b" -eq 2
+ok $? "meanwhile $U2 stores two 6 MiB blocks and reads them back byte-exact ($ok_b)"
+as "$U1" mv "$U1/s1.tmp" "$U1/s1.bin" && as "$U1" rm "$U1/s2.tmp" "$U1/s3.tmp" &&
+	out=$(as "$U1" "$PY" -c "$WRITE_PY" "$U1/s4.tmp" 8) && [ "$out" = "wrote 8 none" ]
+ok $? "once $U1 published one (rename) and removed the others, he writes 8 MiB to a .tmp again (${out:-})"
+kvt_num_cmp "$(stat -c %s "$MNT/$U1/s1.bin")" -eq $((6 << 20))
+ok $? "the published one holds its 6 MiB"
+# A rewrite in place starts from the published bytes: 6 MiB staged.
+# (dd, not the shell's echo: dash says "I/O error" whatever the errno.)
+append() {
+	as "$U1" dd if=/dev/zero of="$U1/s1.bin" bs=5 count=1 oflag=append conv=notrunc status=none
+}
+append 2>"$T/append.err"
+rc=$?
+[ "$rc" != 0 ] && grep -q 'Disk quota exceeded' "$T/append.err" &&
+	kvt_num_cmp "$(stat -c %s "$MNT/$U1/s1.bin")" -eq $((6 << 20))
+ok $? "with 8 MiB staged, an append to it (a new version from its 6 MiB) fails with EDQUOT, the file unchanged" ||
+	diag_file "$T/append.err" 3
+as "$U1" rm "$U1/s4.tmp" && append &&
+	kvt_num_cmp "$(stat -c %s "$MNT/$U1/s1.bin")" -eq $(((6 << 20) + 5))
+ok $? "once he removed the 8 MiB .tmp, the append is taken"
 kvt_umount

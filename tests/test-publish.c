@@ -296,6 +296,16 @@ static void test_publish(struct kvt_store *s)
 	   "after all of it, staging holds only the lock and marks-moves");
 }
 
+/* A kvt_sync_wanted that counts the names it is asked about and wants
+ * none. */
+static bool want_none(const struct kvt_record *rec, const struct stat *st, void *data)
+{
+	(void)rec;
+	(void)st;
+	(*(guint *)data)++;
+	return false;
+}
+
 /* -o sync: the stage's bytes synced before the locks, the publication
  * with KVT_PUBLISH_SYNC, then the rest after them. */
 static void test_sync(struct kvt_store *s)
@@ -305,6 +315,7 @@ static void test_sync(struct kvt_store *s)
 	struct kvt_meta meta = { .mode = 0644 };
 	struct kvt_stage *st;
 	char buf[8192];
+	guint asked;
 	bool good;
 
 	memset(buf, 's', sizeof(buf));
@@ -328,7 +339,10 @@ static void test_sync(struct kvt_store *s)
 	kvt_published_clear(&pub);
 	ok(kvt_store_sync_published(s, names, "gone-meanwhile", &(struct kvt_record){ 0 }) == 0,
 	   "sync: a name gone before its sync is no error");
-	ok(kvt_store_sync_dir(s, names) == 0, "sync: a directory's names made durable");
+	ok(kvt_store_sync_dir(s, names, NULL, NULL) == 0, "sync: a directory's names made durable");
+	asked = 0;
+	ok(kvt_store_sync_dir(s, names, want_none, &asked) == 0 && asked >= 2,
+	   "sync: a directory's names offered to the caller's choice, none wanted: no error");
 }
 
 /* The publication in parts (publish.h): prepared before a caller's
@@ -440,7 +454,7 @@ int main(void)
 	g_autoptr(GError) err = NULL;
 	struct kvt_store *s;
 
-	printf("1..62\n");
+	printf("1..63\n");
 	top = dir;
 	s = kvt_store_open(top, &err);
 	ok(s != NULL, "a store is created");

@@ -383,20 +383,20 @@ static void test_copies(void)
 {
 	const uint64_t MiB = 1 << 20;
 	/* No wait for room: a get past the budget answers at once. */
-	struct kvt_copies *c = kvt_copies_new(16 * MiB, 0, (gint64)3600 * G_USEC_PER_SEC, 1, NULL);
+	struct kvt_copies *c = kvt_copies_new(16 * MiB, 0, (gint64)3600 * G_USEC_PER_SEC, 1, 1, NULL);
 	struct kvt_copy *a, *b, *x[8];
 	char buf[16];
 	int n = 0;
 
-	a = kvt_copy_get(c, MiB + 1);
+	a = kvt_copy_get(c, MiB + 1, 0);
 	ok(a && a->size == 2 * MiB, "copies: a copy is the size asked, rounded up to a MiB");
 	memcpy(a->map, "verified bytes", 15);
 	ok(pread(a->fd, buf, 15, 0) == 15 && !memcmp(buf, "verified bytes", 15),
 	   "copies: what the mapping holds, its memory file reads");
 	kvt_copy_put(c, a);
-	b = kvt_copy_get(c, 2 * MiB);
+	b = kvt_copy_get(c, 2 * MiB, 0);
 	ok(b == a, "copies: one given back is lent again for the same size");
-	while (n < 8 && (x[n] = kvt_copy_get(c, 2 * MiB)))
+	while (n < 8 && (x[n] = kvt_copy_get(c, 2 * MiB, 0)))
 		n++;
 	ok(n == 7, "copies: at most the budget at once (7 more of 2 MiB in 16 MiB)");
 	kvt_copy_put(c, b);
@@ -404,13 +404,13 @@ static void test_copies(void)
 		kvt_copy_put(c, x[i]);
 	/* The pool kept a quarter of the budget (two of 2 MiB): two copies
 	 * of 8 MiB fit only once those went. */
-	a = kvt_copy_get(c, 8 * MiB);
-	b = kvt_copy_get(c, 8 * MiB);
+	a = kvt_copy_get(c, 8 * MiB, 0);
+	b = kvt_copy_get(c, 8 * MiB, 0);
 	ok(a && b && a->size == 8 * MiB && b->size == 8 * MiB,
 	   "copies: the pooled copies of another size go to make room for a new one");
 	kvt_copy_put(c, a);
 	kvt_copy_put(c, b);
-	ok(kvt_copy_get(c, 0) == NULL && kvt_copy_get(c, 17 * MiB) == NULL,
+	ok(kvt_copy_get(c, 0, 0) == NULL && kvt_copy_get(c, 17 * MiB, 0) == NULL,
 	   "copies: none for nothing, none past the budget");
 	kvt_copies_free(c);
 }
@@ -431,7 +431,7 @@ static void test_copies_wait(void)
 {
 	const uint64_t MiB = 1 << 20;
 	struct kvt_stats stats = { 0 };
-	struct kvt_copies *c = kvt_copies_new(4 * MiB, G_USEC_PER_SEC, 200 * 1000, 1, &stats);
+	struct kvt_copies *c = kvt_copies_new(4 * MiB, G_USEC_PER_SEC, 200 * 1000, 1, 1, &stats);
 	struct kvt_copy *a, *b;
 	uint64_t held, pooled;
 	GThread *t;
@@ -439,10 +439,10 @@ static void test_copies_wait(void)
 	char *said;
 
 	copies_of_put_later = c;
-	a = kvt_copy_get(c, 4 * MiB);
+	a = kvt_copy_get(c, 4 * MiB, 0);
 	t = g_thread_new("put", put_later, &a);
 	t0 = g_get_monotonic_time();
-	b = kvt_copy_get(c, 4 * MiB);
+	b = kvt_copy_get(c, 4 * MiB, 0);
 	ms = (g_get_monotonic_time() - t0) / 1000;
 	g_thread_join(t);
 	ok(a && b && ms >= 90 && ms < 1000 && kvt_stat_get(&stats, KVT_STAT_copy_waits) == 1 &&
@@ -450,7 +450,7 @@ static void test_copies_wait(void)
 	   said = g_strdup_printf("copies: with the budget in use, an open waits for a copy given back (%" G_GINT64_FORMAT " ms)", ms));
 	g_free(said);
 	t0 = g_get_monotonic_time();
-	a = kvt_copy_get(c, MiB);
+	a = kvt_copy_get(c, MiB, 0);
 	ms = (g_get_monotonic_time() - t0) / 1000;
 	ok(!a && ms >= 990 && kvt_stat_get(&stats, KVT_STAT_copy_waits) == 2 &&
 	   kvt_stat_get(&stats, KVT_STAT_uncopied) == 1,
@@ -459,7 +459,7 @@ static void test_copies_wait(void)
 	kvt_copy_put(c, b);
 	kvt_copies_held(c, &held, &pooled);
 	ok(held == 0 && pooled == 0, "copies: one larger than a quarter of the budget is freed when given back");
-	a = kvt_copy_get(c, MiB);
+	a = kvt_copy_get(c, MiB, 0);
 	kvt_copy_put(c, a);
 	kvt_copies_held(c, &held, &pooled);
 	ok(held == MiB && pooled == MiB, "copies: a small one is pooled");
@@ -472,8 +472,71 @@ static void test_copies_wait(void)
 	ok(held == 0 && pooled == 0 && ms >= 190 && ms < 2000,
 	   said = g_strdup_printf("copies: a pooled copy idle for 200 ms goes back to the system (%" G_GINT64_FORMAT " ms)", ms));
 	g_free(said);
-	ok(kvt_copy_get(c, 5 * MiB) == NULL && kvt_stat_get(&stats, KVT_STAT_uncopied) == 2,
+	ok(kvt_copy_get(c, 5 * MiB, 0) == NULL && kvt_stat_get(&stats, KVT_STAT_uncopied) == 2,
 	   "copies: one past the whole budget goes without at once, counted");
+	kvt_copies_free(c);
+}
+
+static struct kvt_copy *put_first, *put_second;
+
+static gpointer put_two_later(gpointer data)
+{
+	(void)data;
+	g_usleep(100 * 1000);
+	kvt_copy_put(copies_of_put_later, put_first);
+	kvt_copy_put(copies_of_put_later, put_second);
+	return NULL;
+}
+
+static gpointer get_as_uid1(gpointer data)
+{
+	struct kvt_copy **cp = data;
+
+	*cp = kvt_copy_get(copies_of_put_later, 4 << 20, 1);
+	return NULL;
+}
+
+/* Waits per uid: with room for two waiters and one of them a uid's, a
+ * uid that waits already has its next open go without at once, and
+ * another uid's open still waits and gets a copy. */
+static void test_copies_user_share(void)
+{
+	const uint64_t MiB = 1 << 20;
+	struct kvt_stats stats = { 0 };
+	struct kvt_copies *c = kvt_copies_new(8 * MiB, G_USEC_PER_SEC, 200 * 1000, 2, 1, &stats);
+	struct kvt_copy *w = NULL, *x, *y;
+	GThread *waiter, *putter;
+	gint64 t0, ms_x, ms_y;
+	char *said;
+
+	copies_of_put_later = c;
+	put_first = kvt_copy_get(c, 4 * MiB, 1);
+	put_second = kvt_copy_get(c, 4 * MiB, 1);
+	waiter = g_thread_new("uid1", get_as_uid1, &w);
+	t0 = g_get_monotonic_time();
+	while (kvt_stat_get(&stats, KVT_STAT_copy_waits) < 1 &&
+	       g_get_monotonic_time() - t0 < G_USEC_PER_SEC)
+		g_usleep(1000);
+	t0 = g_get_monotonic_time();
+	x = kvt_copy_get(c, 4 * MiB, 1);
+	ms_x = (g_get_monotonic_time() - t0) / 1000;
+	putter = g_thread_new("put", put_two_later, NULL);
+	t0 = g_get_monotonic_time();
+	y = kvt_copy_get(c, 4 * MiB, 2);
+	ms_y = (g_get_monotonic_time() - t0) / 1000;
+	g_thread_join(putter);
+	g_thread_join(waiter);
+	ok(!x && ms_x < 90 && y && ms_y >= 90 && ms_y < 1000 && w &&
+	   kvt_stat_get(&stats, KVT_STAT_copy_waits) == 2 &&
+	   kvt_stat_get(&stats, KVT_STAT_uncopied) == 1,
+	   said = g_strdup_printf("copies: uid 1 waiting already, its next open goes without at once "
+				  "(%" G_GINT64_FORMAT " ms); uid 2's waits and gets one (%"
+				  G_GINT64_FORMAT " ms)", ms_x, ms_y));
+	g_free(said);
+	if (w)
+		kvt_copy_put(c, w);
+	if (y)
+		kvt_copy_put(c, y);
 	kvt_copies_free(c);
 }
 
@@ -481,7 +544,7 @@ static void test_copies_wait(void)
 static void test_verify_into(struct kvt_store *s)
 {
 	struct kvt_verifier *v = kvt_verifier_new(16);
-	struct kvt_copies *c = kvt_copies_new(64 << 20, 0, (gint64)3600 * G_USEC_PER_SEC, 1, NULL);
+	struct kvt_copies *c = kvt_copies_new(64 << 20, 0, (gint64)3600 * G_USEC_PER_SEC, 1, 1, NULL);
 	struct kvt_verify_result res;
 	g_autofree char *bytes = g_malloc(3 << 20);
 	struct kvt_record rec;
@@ -493,7 +556,7 @@ static void test_verify_into(struct kvt_store *s)
 	kvt_record_init(&rec);
 	ret = store_bytes(s, "into.bin", 'q', (size_t)3 << 20, &rec);
 	fd = ret == 0 ? kvt_object_open(s, &rec, O_RDONLY, &st) : -1;
-	cp = kvt_copy_get(c, rec.size);
+	cp = kvt_copy_get(c, rec.size, 0);
 	ret = fd >= 0 && cp ? kvt_verify_fd_into(v, fd, &st, &rec, &res, cp->map) : -1;
 	ok(ret == 0 && !memcmp(cp->map, bytes, 3 << 20),
 	   "verify into a copy: it matches, and the copy holds the object's bytes");
@@ -514,7 +577,7 @@ int main(void)
 
 	top = dir;
 
-	printf("1..48\n");
+	printf("1..49\n");
 	s = kvt_store_open(top, &err);
 	ok(s != NULL, "a store is created");
 	if (!s)
@@ -526,6 +589,7 @@ int main(void)
 	test_pool();
 	test_copies();
 	test_copies_wait();
+	test_copies_user_share();
 	test_verify_into(s);
 	test_hash_speed();
 	kvt_store_close(s);

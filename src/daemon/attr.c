@@ -147,7 +147,6 @@ void kvt_op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_set,
 	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } }, now;
 	int ret = 0;
 
-	kvt_bounds_caller(fuse_req_ctx(req)->uid);
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		struct kvt_stage **wstage = fi ? kvt_handle_wstage(fi) :
 					   attr->st_size == 0 ?
@@ -176,7 +175,7 @@ void kvt_op_setattr(fuse_req_t req, fuse_ino_t n, struct stat *attr, int to_set,
 		/* open(O_RDONLY | O_TRUNC) truncates through a reader's
 		 * handle: that is a truncate by path. */
 		ret = kvt_version_set_size(fs, ino, attr->st_size, wstage,
-					   fuse_req_ctx(req)->pid);
+					   fuse_req_ctx(req)->pid, fuse_req_ctx(req)->uid);
 		kvt_inode_lock(ino);
 		if (ret < 0) {
 			ino->meta.st_mtim = was_m;

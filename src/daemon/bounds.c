@@ -19,10 +19,9 @@
  * values is bounded too. */
 #define XATTR_OVERHEAD 96
 #define LOG_EVERY_US (10 * G_TIME_SPAN_SECOND)
+#define MiB ((uint64_t)1 << 20)
 
-static __thread uid_t caller_uid;
-
-void kvt_bounds_init(struct kvt_bounds *b, const struct kvt_options *o)
+void kvt_bounds_init(struct kvt_bounds *b, const struct kvt_options *o, uint64_t lower_bytes)
 {
 	struct rlimit rl;
 	uint64_t fds = 1024;
@@ -31,6 +30,8 @@ void kvt_bounds_init(struct kvt_bounds *b, const struct kvt_options *o)
 	g_mutex_init(&b->lock);
 	b->pending = g_hash_table_new(NULL, NULL);
 	b->xattr_users = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+	b->staged = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+	b->waiting = g_hash_table_new(NULL, NULL);
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 		fds = rl.rlim_cur;
 	fds = MIN(fds, (uint64_t)1 << 30);
@@ -45,33 +46,73 @@ void kvt_bounds_init(struct kvt_bounds *b, const struct kvt_options *o)
 	b->max_pending_total = MAX(b->max_pending_total, b->max_pending);
 	b->max_xattr_size = (uint64_t)o->max_xattr_size;
 	b->max_xattr_memory = (uint64_t)o->xattr_memory << 20;
+	/* A quarter of the lower disk per uid, like the other bounds per
+	 * uid: four users fill it only together, and a vLLM tier stages a
+	 * few blocks per writer thread at a time.  Unknown: no bound. */
+	if (o->max_staged > 0)
+		b->max_staged = (uint64_t)o->max_staged * MiB;
+	else
+		b->max_staged = lower_bytes ? MAX(lower_bytes / 4, MiB) : UINT64_MAX;
+	/* An eighth of the threads: the releases and stores of everyone
+	 * else need the rest. */
+	b->max_waiting = MAX(1, o->max_threads / 8);
 }
 
 void kvt_bounds_fini(struct kvt_bounds *b)
 {
 	g_hash_table_unref(b->pending);
 	g_hash_table_unref(b->xattr_users);
+	g_hash_table_unref(b->staged);
+	g_hash_table_unref(b->waiting);
 	g_mutex_clear(&b->lock);
 }
 
 char *kvt_bounds_describe(const struct kvt_bounds *b)
 {
+	g_autofree char *staged = b->max_staged == UINT64_MAX ? g_strdup("none") :
+		g_strdup_printf("%" G_GUINT64_FORMAT " MiB", b->max_staged / MiB);
+
 	return g_strdup_printf("max_pending=%u per uid, %u in all; max_xattr_size=%" G_GUINT64_FORMAT
-			       ", xattr_memory=%" G_GUINT64_FORMAT " MiB",
+			       ", xattr_memory=%" G_GUINT64_FORMAT " MiB; max_staged=%s per uid; "
+			       "%u threads waiting for readers per uid",
 			       b->max_pending, b->max_pending_total, b->max_xattr_size,
-			       b->max_xattr_memory >> 20);
+			       b->max_xattr_memory >> 20, staged, b->max_waiting);
 }
 
-void kvt_bounds_caller(uid_t uid)
-{
-	caller_uid = uid;
-}
-
-/* What a stage is counted against, given back with its last reference. */
+/* What a stage is counted against, given back with its last reference
+ * (its bytes at its publication, if sooner). */
 struct pending_charge {
 	struct kvt_bounds *b;
 	uid_t uid;
+	uint64_t staged;	/* bytes charged to uid (under b->lock) */
+	bool published;		/* its bytes are an object (under b->lock) */
 };
+
+static void stage_gone(void *data);
+
+/* The charge of @st, or NULL if it was not begun here. */
+static struct pending_charge *charge_of(struct kvt_stage *st)
+{
+	return st->gone == stage_gone ? st->gone_data : NULL;
+}
+
+/* Gives back what @c holds of its uid's staged bytes (caller holds
+ * b->lock). */
+static void give_staged(struct pending_charge *c)
+{
+	struct kvt_bounds *b = c->b;
+	uint64_t *n;
+
+	if (!c->staged)
+		return;
+	n = g_hash_table_lookup(b->staged, GUINT_TO_POINTER(c->uid));
+	if (n) {
+		*n -= MIN(*n, c->staged);
+		if (!*n)
+			g_hash_table_remove(b->staged, GUINT_TO_POINTER(c->uid));
+	}
+	c->staged = 0;
+}
 
 static void give_pending(struct kvt_bounds *b, uid_t uid)
 {
@@ -92,6 +133,9 @@ static void stage_gone(void *data)
 {
 	struct pending_charge *c = data;
 
+	g_mutex_lock(&c->b->lock);
+	give_staged(c);
+	g_mutex_unlock(&c->b->lock);
 	give_pending(c->b, c->uid);
 	g_free(c);
 }
@@ -128,11 +172,10 @@ static int take_pending(struct kvt_bounds *b, uid_t uid)
 	return ret;
 }
 
-int kvt_bounds_stage_new(struct kvt_fs *fs, struct kvt_stage **out)
+int kvt_bounds_stage_new(struct kvt_fs *fs, uid_t uid, struct kvt_stage **out)
 {
 	struct kvt_bounds *b = &fs->bounds;
 	struct pending_charge *c;
-	uid_t uid = caller_uid;
 	int ret = take_pending(b, uid);
 
 	if (ret < 0)
@@ -142,12 +185,99 @@ int kvt_bounds_stage_new(struct kvt_fs *fs, struct kvt_stage **out)
 		give_pending(b, uid);
 		return ret;
 	}
-	c = g_new(struct pending_charge, 1);
+	c = g_new0(struct pending_charge, 1);
 	c->b = b;
 	c->uid = uid;
 	(*out)->gone = stage_gone;
 	(*out)->gone_data = c;
 	return 0;
+}
+
+int kvt_bounds_stage_grow(struct kvt_fs *fs, struct kvt_stage *st, uint64_t end)
+{
+	struct kvt_bounds *b = &fs->bounds;
+	struct pending_charge *c = charge_of(st);
+	uint64_t *n, more;
+	guint64 said;
+	int ret = 0;
+
+	if (!c)
+		return 0;
+	g_mutex_lock(&b->lock);
+	if (c->published || end <= c->staged) {
+		g_mutex_unlock(&b->lock);
+		return 0;
+	}
+	more = end - c->staged;
+	n = g_hash_table_lookup(b->staged, GUINT_TO_POINTER(c->uid));
+	if (!n) {
+		n = g_new0(uint64_t, 1);
+		g_hash_table_insert(b->staged, GUINT_TO_POINTER(c->uid), n);
+	}
+	if (more > b->max_staged || *n > b->max_staged - more) {
+		ret = -EDQUOT;
+		if (kvt_log_due(&b->staged_log, LOG_EVERY_US, &said))
+			g_warning("uid %u's files being written hold %" G_GUINT64_FORMAT
+				  " MiB of the lower disk, and one would grow to %" G_GUINT64_FORMAT
+				  " MiB (-o max_staged=%" G_GUINT64_FORMAT " MiB): EDQUOT (%"
+				  G_GUINT64_FORMAT " more refusals since the last line)",
+				  (unsigned)c->uid, *n / MiB, end / MiB, b->max_staged / MiB, said);
+		if (!*n)
+			g_hash_table_remove(b->staged, GUINT_TO_POINTER(c->uid));
+	} else {
+		*n += more;
+		c->staged = end;
+	}
+	g_mutex_unlock(&b->lock);
+	return ret;
+}
+
+void kvt_bounds_stage_published(struct kvt_fs *fs, struct kvt_stage *st)
+{
+	struct pending_charge *c = charge_of(st);
+
+	if (!c)
+		return;
+	g_mutex_lock(&fs->bounds.lock);
+	give_staged(c);
+	c->published = true;
+	g_mutex_unlock(&fs->bounds.lock);
+}
+
+bool kvt_bounds_wait_begin(struct kvt_fs *fs, uid_t uid, const char *what)
+{
+	struct kvt_bounds *b = &fs->bounds;
+	gpointer key = GUINT_TO_POINTER(uid);
+	guint n;
+	guint64 more;
+	bool may;
+
+	g_mutex_lock(&b->lock);
+	n = GPOINTER_TO_UINT(g_hash_table_lookup(b->waiting, key));
+	may = n < b->max_waiting;
+	if (may)
+		g_hash_table_insert(b->waiting, key, GUINT_TO_POINTER(n + 1));
+	else if (kvt_log_due(&b->wait_log, LOG_EVERY_US, &more))
+		g_warning("uid %u has %u threads waiting, an eighth of -o max_threads: %s "
+			  "does not wait (%" G_GUINT64_FORMAT " more since the last line)",
+			  (unsigned)uid, n, what, more);
+	g_mutex_unlock(&b->lock);
+	return may;
+}
+
+void kvt_bounds_wait_end(struct kvt_fs *fs, uid_t uid)
+{
+	struct kvt_bounds *b = &fs->bounds;
+	gpointer key = GUINT_TO_POINTER(uid);
+	guint n;
+
+	g_mutex_lock(&b->lock);
+	n = GPOINTER_TO_UINT(g_hash_table_lookup(b->waiting, key));
+	if (n > 1)
+		g_hash_table_insert(b->waiting, key, GUINT_TO_POINTER(n - 1));
+	else
+		g_hash_table_remove(b->waiting, key);
+	g_mutex_unlock(&b->lock);
 }
 
 uint64_t kvt_xattrs_size(GHashTable *xattrs)

@@ -64,7 +64,7 @@ static int new_local_file(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir
 	if (g_hash_table_lookup(p->children, name) || kvt_dir_stat(pd, name, &st) == 0)
 		return -EEXIST;
 	ino = kvt_inode_new_file(fs, p, name);
-	ret = kvt_bounds_stage_new(fs, &ino->stage);
+	ret = kvt_bounds_stage_new(fs, ctx->uid, &ino->stage);
 	if (ret < 0) {
 		/* Never attached nor seen: freed here, under the lock, without
 		 * the tree lock that an unref would need. */
@@ -131,7 +131,6 @@ void kvt_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	kvt_bounds_caller(fuse_req_ctx(req)->uid);
 	kvt_inode_lock(p);
 	ret = new_local_file(fs, p, pd, name, mode, fuse_req_ctx(req), &ino);
 	if (ret == 0) {
@@ -298,7 +297,7 @@ static int record_at_name(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_r
  * (hash); EAGAIN when the version was replaced meanwhile (or its object
  * found missing: the resolve that tells is done again). */
 static int open_object(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_handle *h,
-		       struct kvt_note *note)
+		       uid_t uid, struct kvt_note *note)
 {
 	struct kvt_torn_info torn = { 0 };
 	struct kvt_verify_result res;
@@ -325,7 +324,7 @@ static int open_object(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_hand
 		return -EAGAIN;
 	if (h->fd < 0)
 		return h->fd;
-	h->copy = kvt_copy_get(fs->copies, h->rec.size);
+	h->copy = kvt_copy_get(fs->copies, h->rec.size, uid);
 	if (h->copy) {
 		/* Served from the bytes hashed (verify.h). */
 		ret = kvt_verify_fd_into(fs->verifier, h->fd, &st, &h->rec, &res, h->copy->map);
@@ -477,7 +476,7 @@ static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file
 		}
 		kvt_inode_unlock(ino);
 		if (ret == 0 && published)
-			ret = open_object(fs, ino, h, &note);
+			ret = open_object(fs, ino, h, ctx->uid, &note);
 		/* ESTALE: another mount's version took the name, and @ino
 		 * is detached from it now; the kernel's entry goes (@note),
 		 * but this open goes on, on the detached inode, which serves
@@ -494,9 +493,9 @@ static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file
 		/* A new version starts with O_TRUNC or the first write; an
 		 * open for writing that writes nothing (touch) changes
 		 * nothing. */
-		ret = kvt_version_room(fs, ino, ctx->pid);
+		ret = kvt_version_room(fs, ino, ctx->pid, ctx->uid);
 		if (ret == 0 && (fi->flags & O_TRUNC))
-			ret = kvt_version_begin(fs, ino, true, &ref_inode, &h->wstage);
+			ret = kvt_version_begin(fs, ino, true, ctx->uid, &ref_inode, &h->wstage);
 		if (ret == 0)
 			open_writer(ino, fi, h, ctx->pid);
 	} else if (h->fd >= 0) {
@@ -539,7 +538,6 @@ void kvt_op_open(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
 	struct kvt_fs *fs = kvt_fs_of(req);
 	int ret;
 
-	kvt_bounds_caller(fuse_req_ctx(req)->uid);
 	ret = open_inode(fs, kvt_inode_of(fs, n), fi, req);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
@@ -616,7 +614,6 @@ void kvt_op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 	g_autofree char *buf = NULL;
 	ssize_t got;
 
-	kvt_bounds_caller(fuse_req_ctx(req)->uid);
 	if (!h->writer && !h->rstage) {
 		/* see open_reader */
 		if (h->cached && !__atomic_load_n(&ino->cache_settled, __ATOMIC_ACQUIRE)) {
@@ -636,7 +633,8 @@ void kvt_op_read(fuse_req_t req, fuse_ino_t n, size_t size, off_t off,
 	}
 	buf = g_malloc(size ? size : 1);
 	if (h->writer) {
-		int ret = kvt_version_for_write(fs, ino, &h->wstage, &st, NULL);
+		int ret = kvt_version_for_write(fs, ino, fuse_req_ctx(req)->uid, &h->wstage, &st,
+						NULL);
 
 		if (ret < 0) {
 			fuse_reply_err(req, -ret);
@@ -687,21 +685,23 @@ void kvt_op_write(fuse_req_t req, fuse_ino_t n, const char *buf, size_t size, of
 	struct kvt_inode *ino = kvt_inode_of(fs, n);
 	struct kvt_handle *h = kvt_handle_of(fi);
 
-	kvt_bounds_caller(fuse_req_ctx(req)->uid);
 	note_write(ino, fuse_req_ctx(req));
 	if (__atomic_load_n(&h->fresh, __ATOMIC_RELAXED)) {
 		kvt_inode_lock(ino);
 		kvt_handle_unfresh(ino, h);
 		kvt_inode_unlock(ino);
 	}
-	ret = kvt_version_for_write(fs, ino, &h->wstage, &st, NULL);
-
+	ret = kvt_version_for_write(fs, ino, fuse_req_ctx(req)->uid, &h->wstage, &st, NULL);
 	if (ret == 0) {
 		const char *data = kvt_receive_payload(buf);
 
-		if (data != buf)
+		/* The bytes the stage will hold on the lower disk, charged
+		 * to whoever began it (bounds.h). */
+		ret = kvt_bounds_stage_grow(fs, st, (uint64_t)off + size);
+		if (ret == 0 && data != buf)
 			kvt_stat_add(&fs->stats, KVT_STAT_aligned_writes, 1);
-		ret = kvt_stage_write(st, data, size, off);
+		if (ret == 0)
+			ret = kvt_stage_write(st, data, size, off);
 		kvt_version_put(st);
 	}
 	if (ret < 0) {
@@ -759,18 +759,30 @@ void kvt_op_fsync(fuse_req_t req, fuse_ino_t n, int datasync, struct fuse_file_i
 	fuse_reply_err(req, -ret);
 }
 
+/* Whether the name @st describes is the caller's (@data: its uid). */
+static bool owned_by(const struct kvt_record *rec, const struct stat *st, void *data)
+{
+	(void)rec;
+	return st->st_uid == *(const uid_t *)data;
+}
+
 /* fsync(2) of a directory: the names published in it durable, with
  * their bytes (publish.c), as a client that renamed temp files into it
  * and then synced it expects.  Without this the kernel takes ENOSYS for
- * success, and the sync would silently do nothing. */
+ * success, and the sync would silently do nothing.  The bytes synced are
+ * the caller's names' only (root's: all): a directory anyone may read
+ * holds other users' names, and syncing them all cost one user's fsync
+ * the whole directory's bytes, a FUSE thread held meanwhile.  Every entry
+ * is made durable all the same, with the directory. */
 void kvt_op_fsyncdir(fuse_req_t req, fuse_ino_t n, int datasync, struct fuse_file_info *fi)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
 	g_autoptr(kvt_dir) d = NULL;
+	uid_t uid = fuse_req_ctx(req)->uid;
 	int ret = kvt_inode_dir(fs, kvt_inode_of(fs, n), &d);
 
 	if (ret == 0)
-		ret = kvt_store_sync_dir(fs->store, d);
+		ret = kvt_store_sync_dir(fs->store, d, uid == 0 ? NULL : owned_by, &uid);
 	fuse_reply_err(req, -ret);
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "fault.h"
@@ -166,10 +167,16 @@ static void raise_nofile(void)
 	}
 }
 
-/* After raise_nofile: max_pending follows the descriptor limit. */
+/* After raise_nofile: max_pending follows the descriptor limit, and
+ * max_staged the size of the lower file system, where stages are. */
 static void start_bounds(struct kvt_fs *fs, const struct kvt_options *o)
 {
-	kvt_bounds_init(&fs->bounds, o);
+	struct statvfs sv;
+	uint64_t lower_bytes = 0;
+
+	if (kvt_dir_statvfs(kvt_store_names(fs->store), &sv) == 0)
+		lower_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
+	kvt_bounds_init(&fs->bounds, o, lower_bytes);
 }
 
 /* How often each KVT_FAULTS rule fired, for the test that set them. */
@@ -227,9 +234,11 @@ static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_s
 	fs->verifier = kvt_verifier_new(o->verify_cache);
 	if (fs->verify_always && o->copy_memory != 0)
 		/* A quarter of the threads may wait for a copy: the rest serve
-		 * the releases that give copies back. */
+		 * the releases that give copies back; a quarter of those
+		 * places one uid (bounds.h). */
 		fs->copies = kvt_copies_new(copy_budget(o), COPY_WAIT_US, COPY_IDLE_US,
-					    MAX(1, o->max_threads / 4), &fs->stats);
+					    MAX(1, o->max_threads / 4),
+					    MAX(1, o->max_threads / 16), &fs->stats);
 	kvt_store_set_stats(store, &fs->stats);
 	kvt_lower_errors_to(&fs->stats);
 	fs->notifier = kvt_notifier_new(fs);

@@ -33,6 +33,7 @@ enum value_key {
 	KEY_COPY_MEMORY,
 	KEY_MAX_DIR_FDS,
 	KEY_MAX_PENDING,
+	KEY_MAX_STAGED,
 	KEY_MAX_XATTR_SIZE,
 	KEY_XATTR_MEMORY,
 	KEY_SHARED,
@@ -143,6 +144,11 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		"auto: a quarter of the descriptors, 64 at least",
 		.metavar = "N", .help = "files being written per user, EDQUOT past it",
 	},
+	[KEY_MAX_STAGED] = {
+		"max_staged", COUNT, FIELD(max_staged), 1, 1e9, -1,
+		"auto: a quarter of the lower file system",
+		.metavar = "MIB", .help = "MiB of files being written per user, EDQUOT past it",
+	},
 	/* Every file's xattrs must fit its record (KVT_RECORD_MAX, where they
 	 * are hex): 1 MiB of names and values does, whatever their number. */
 	[KEY_MAX_XATTR_SIZE] = {
@@ -212,6 +218,7 @@ static const struct fuse_opt kvt_opts[] = {
 	VALUE("copy_memory", KEY_COPY_MEMORY),
 	VALUE("max_dir_fds", KEY_MAX_DIR_FDS),
 	VALUE("max_pending", KEY_MAX_PENDING),
+	VALUE("max_staged", KEY_MAX_STAGED),
 	VALUE("max_xattr_size", KEY_MAX_XATTR_SIZE),
 	VALUE("xattr_memory", KEY_XATTR_MEMORY),
 	VALUE("shared", KEY_SHARED),

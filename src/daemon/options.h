@@ -33,6 +33,7 @@ struct kvt_options {
 	int copy_memory;	/* MiB; -1: by the machine's memory */
 	int max_dir_fds;
 	int max_pending;	/* stages per uid; -1: by the descriptor limit */
+	int max_staged;		/* MiB staged per uid; -1: by the lower disk */
 	int max_xattr_size;	/* bytes of client xattrs per file */
 	int xattr_memory;	/* MiB of xattrs of files without a record */
 	bool shared;		/* shared: the store counts as shared always */

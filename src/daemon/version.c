@@ -27,8 +27,9 @@ struct kvt_meta kvt_inode_meta(const struct kvt_inode *ino, bool set_times)
 }
 
 /* A new stage holding the published object's first @keep bytes
- * (copy-on-write of a published file opened for writing). */
-static int new_version(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t keep,
+ * (copy-on-write of a published file opened for writing), counted
+ * against @uid. */
+static int new_version(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t keep, uid_t uid,
 		       struct kvt_stage **out)
 {
 	struct kvt_verify_result res;
@@ -37,12 +38,13 @@ static int new_version(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t keep,
 	kvt_autofd src = -1;
 	int ret;
 
-	ret = kvt_bounds_stage_new(fs, &st);
+	ret = kvt_bounds_stage_new(fs, uid, &st);
 	if (ret < 0 || !keep || !ino->has_record) {
 		*out = ret < 0 ? NULL : st;
 		return ret;
 	}
-	src = kvt_object_open(fs->store, &ino->rec, O_RDONLY, &sst);
+	ret = kvt_bounds_stage_grow(fs, st, MIN(keep, ino->rec.size));
+	src = ret < 0 ? ret : kvt_object_open(fs->store, &ino->rec, O_RDONLY, &sst);
 	if (src < 0)
 		ret = src;
 	else if (kvt_verify_fd(fs->verifier, src, &sst, &ino->rec, fs->verify_always, &res) < 0)
@@ -95,7 +97,7 @@ static bool told_before(struct kvt_fs *fs, pid_t tid, bool tell)
 /* How long a retried change waits for the readers of the page cache. */
 #define ROOM_WAIT_US (10 * G_TIME_SPAN_SECOND)
 
-int kvt_version_room(struct kvt_fs *fs, struct kvt_inode *ino, pid_t tid)
+int kvt_version_room(struct kvt_fs *fs, struct kvt_inode *ino, pid_t tid, uid_t uid)
 {
 	gint64 until;
 
@@ -112,9 +114,13 @@ int kvt_version_room(struct kvt_fs *fs, struct kvt_inode *ino, pid_t tid)
 		ino->renew = true;
 		return -ESTALE;
 	}
+	/* The wait holds a FUSE thread: one user may not hold them all. */
+	if (!kvt_bounds_wait_begin(fs, uid, "a change in place waiting for readers"))
+		return -EBUSY;
 	until = g_get_monotonic_time() + ROOM_WAIT_US;
 	while (ino->cache_readers > 0 && g_cond_wait_until(&ino->published, &ino->lock, until))
 		;
+	kvt_bounds_wait_end(fs, uid);
 	if (ino->cache_readers > 0) {
 		g_warning("a change of file %" G_GUINT64_FORMAT " in place waited %d s for its "
 			  "readers of the page cache to close: EBUSY", ino->st_ino,
@@ -126,7 +132,7 @@ int kvt_version_room(struct kvt_fs *fs, struct kvt_inode *ino, pid_t tid)
 	return 0;
 }
 
-int kvt_version_begin(struct kvt_fs *fs, struct kvt_inode *ino, bool trunc,
+int kvt_version_begin(struct kvt_fs *fs, struct kvt_inode *ino, bool trunc, uid_t uid,
 		      bool *ref_inode, struct kvt_stage **out)
 {
 	struct kvt_stage *st;
@@ -141,7 +147,7 @@ int kvt_version_begin(struct kvt_fs *fs, struct kvt_inode *ino, bool trunc,
 	 * publication ends with. */
 	if (!trunc && ino->stage)
 		return -EAGAIN;
-	ret = new_version(fs, ino, trunc ? 0 : UINT64_MAX, &st);
+	ret = new_version(fs, ino, trunc ? 0 : UINT64_MAX, uid, &st);
 	if (ret < 0)
 		return ret;
 	if (ino->has_record)
@@ -155,7 +161,7 @@ int kvt_version_begin(struct kvt_fs *fs, struct kvt_inode *ino, bool trunc,
 	return 0;
 }
 
-int kvt_version_for_write(struct kvt_fs *fs, struct kvt_inode *ino,
+int kvt_version_for_write(struct kvt_fs *fs, struct kvt_inode *ino, uid_t uid,
 			  struct kvt_stage **wstage, struct kvt_stage **out, bool *joined)
 {
 	int looks = 0;
@@ -171,7 +177,7 @@ int kvt_version_for_write(struct kvt_fs *fs, struct kvt_inode *ino,
 			pending = true;
 		} else {
 			while ((pending = kvt_inode_pending(ino),
-				ret = kvt_version_begin(fs, ino, false, &ref_inode, &st)) == -EAGAIN)
+				ret = kvt_version_begin(fs, ino, false, uid, &ref_inode, &st)) == -EAGAIN)
 				g_cond_wait_until(&ino->published, &ino->lock,
 						  g_get_monotonic_time() + G_TIME_SPAN_SECOND);
 		}
@@ -236,6 +242,7 @@ bool kvt_version_published(struct kvt_fs *fs, struct kvt_inode *ino,
 	if (in_place)
 		ino->rewritten = true;
 	if (ino->stage && kvt_stage_state(ino->stage) == KVT_STAGE_PUBLISHED) {
+		kvt_bounds_stage_published(fs, ino->stage);
 		g_clear_pointer(&ino->stage, kvt_stage_unref);
 		drop = true;
 	}
@@ -430,6 +437,7 @@ again:
 	}
 	if (ret == 0) {
 		kvt_record_id(&id, &pub.rec);
+		kvt_bounds_stage_published(fs, st);
 		drop = kvt_version_published(fs, ino, &pub, true);
 		/* For the steps after the lock, under which a rename may
 		 * change the name. */
@@ -466,7 +474,7 @@ again:
 }
 
 int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
-			 struct kvt_stage **wstage, pid_t tid)
+			 struct kvt_stage **wstage, pid_t tid, uid_t uid)
 {
 	struct kvt_stage *st = NULL;
 	bool publish, ref_inode = false, joined = false, orphan = false;
@@ -475,7 +483,7 @@ int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 	if (!wstage) {
 		/* A writer's handle made room at its open (file.c). */
 		kvt_inode_lock(ino);
-		ret = kvt_version_room(fs, ino, tid);
+		ret = kvt_version_room(fs, ino, tid, uid);
 		kvt_inode_unlock(ino);
 		if (ret < 0)
 			return ret;
@@ -484,7 +492,7 @@ int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 		/* O_TRUNC (see ops.c, init): a version of its own, from
 		 * nothing. */
 		kvt_inode_lock(ino);
-		ret = kvt_version_begin(fs, ino, true, &ref_inode, &st);
+		ret = kvt_version_begin(fs, ino, true, uid, &ref_inode, &st);
 		if (ret == 0 && wstage) {
 			kvt_stage_unref(*wstage);
 			*wstage = g_steal_pointer(&st);
@@ -496,10 +504,12 @@ int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 		if (ret < 0)
 			return ret;
 	} else {
-		ret = kvt_version_for_write(fs, ino, wstage, &st, &joined);
+		ret = kvt_version_for_write(fs, ino, uid, wstage, &st, &joined);
 		if (ret < 0)
 			return ret;
-		ret = kvt_stage_truncate(st, size);
+		ret = kvt_bounds_stage_grow(fs, st, size);
+		if (ret == 0)
+			ret = kvt_stage_truncate(st, size);
 		orphan = __atomic_load_n(&st->orphan, __ATOMIC_ACQUIRE);
 		kvt_version_put(st);
 		if (ret < 0)

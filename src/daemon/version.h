@@ -12,16 +12,17 @@
 #include "publish.h"
 
 /* The version a writer writes, referenced in *@out (caller holds
- * ino->lock); -EAGAIN while the latest one is being published.
+ * ino->lock); -EAGAIN while the latest one is being published.  A new
+ * one is counted against @uid, the request's caller (bounds.h).
  * *@ref_inode: the inode must take its pending reference (once no lock is
  * held). */
-int kvt_version_begin(struct kvt_fs *fs, struct kvt_inode *ino, bool trunc,
+int kvt_version_begin(struct kvt_fs *fs, struct kvt_inode *ino, bool trunc, uid_t uid,
 		      bool *ref_inode, struct kvt_stage **out);
 /* The stage a writer's request goes to, referenced and read-locked: the
  * handle's version *@wstage (NULL: truncate by path, the inode's latest);
  * once that was published, a new version from the published bytes.
  * *@joined (if not NULL): it is a version begun before this call. */
-int kvt_version_for_write(struct kvt_fs *fs, struct kvt_inode *ino,
+int kvt_version_for_write(struct kvt_fs *fs, struct kvt_inode *ino, uid_t uid,
 			  struct kvt_stage **wstage, struct kvt_stage **out, bool *joined);
 void kvt_version_put(struct kvt_stage *st);
 
@@ -48,9 +49,9 @@ void kvt_version_settle(struct kvt_inode *ino, const struct kvt_published *pub);
 /* Wakes writers waiting for a publication of @ino to end. */
 void kvt_version_wake(struct kvt_inode *ino);
 /* A new size: truncate by path (@wstage NULL; by thread @tid) or
- * through a handle. */
+ * through a handle, by @uid: -EDQUOT past its bounds (bounds.h). */
 int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
-			 struct kvt_stage **wstage, pid_t tid);
+			 struct kvt_stage **wstage, pid_t tid, uid_t uid);
 /* Whether thread @tid may change @ino's bytes in place now (caller holds
  * ino->lock).  Readers of the page cache read up to the kernel's size of
  * the inode, which a new version in place would change under them: with
@@ -58,8 +59,9 @@ int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
  * time, on which the kernel looks the name up again (a new inode, see
  * resolve.c) and retries the call once; a retry that comes back to this
  * inode (an open through /proc/self/fd) waits for those readers to close,
- * -EBUSY after 10 s. */
-int kvt_version_room(struct kvt_fs *fs, struct kvt_inode *ino, pid_t tid);
+ * -EBUSY after 10 s, or at once when @uid has its share of threads
+ * waiting already (bounds.h). */
+int kvt_version_room(struct kvt_fs *fs, struct kvt_inode *ino, pid_t tid, uid_t uid);
 /* The metadata a record of @ino gets, with its times if @set_times
  * (caller holds ino->lock). */
 struct kvt_meta kvt_inode_meta(const struct kvt_inode *ino, bool set_times);

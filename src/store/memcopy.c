@@ -24,11 +24,14 @@ struct kvt_copies {
 	uint64_t pooled; /* bytes of copies in the pool */
 	gint64 wait_us, idle_us;
 	guint waiters, max_waiters; /* opens waiting for room */
+	GHashTable *user_waiters; /* uid -> its opens waiting */
+	guint max_user_waiters;
 	GQueue pool;     /* struct kvt_copy, the last put first */
 	struct kvt_stats *stats;
 	GThread *trimmer;
 	bool ending;
 	struct kvt_log_every without; /* the log's line on opens without a copy */
+	struct kvt_log_every user_full; /* ... on a uid's waits past its share */
 };
 
 static void copy_free(struct kvt_copy *cp)
@@ -71,7 +74,8 @@ static gpointer trim(gpointer data)
 }
 
 struct kvt_copies *kvt_copies_new(uint64_t budget, gint64 wait_us, gint64 idle_us,
-				  guint max_waiters, struct kvt_stats *stats)
+				  guint max_waiters, guint max_user_waiters,
+				  struct kvt_stats *stats)
 {
 	struct kvt_copies *c = g_new0(struct kvt_copies, 1);
 
@@ -82,6 +86,8 @@ struct kvt_copies *kvt_copies_new(uint64_t budget, gint64 wait_us, gint64 idle_u
 	c->wait_us = wait_us;
 	c->idle_us = idle_us;
 	c->max_waiters = max_waiters;
+	c->max_user_waiters = MAX(1, max_user_waiters);
+	c->user_waiters = g_hash_table_new(NULL, NULL);
 	c->stats = stats;
 	c->trimmer = g_thread_new("kvt-copies", trim, c);
 	return c;
@@ -97,6 +103,7 @@ void kvt_copies_free(struct kvt_copies *c)
 	g_mutex_unlock(&c->lock);
 	g_thread_join(c->trimmer);
 	g_queue_clear_full(&c->pool, (GDestroyNotify)copy_free);
+	g_hash_table_unref(c->user_waiters);
 	g_cond_clear(&c->room);
 	g_cond_clear(&c->pooled_or_end);
 	g_mutex_clear(&c->lock);
@@ -168,11 +175,39 @@ static void went_without(struct kvt_copies *c, uint64_t want)
 			  want / UNIT, c->budget / UNIT, (double)c->wait_us / G_USEC_PER_SEC, more);
 }
 
-struct kvt_copy *kvt_copy_get(struct kvt_copies *c, uint64_t size)
+/* Whether @uid may have one more open waiting, counted if so (caller
+ * holds c->lock); if not, *@say whether the log's line on it is due, with
+ * the refusals since the last in *@more. */
+static bool user_may_wait(struct kvt_copies *c, uid_t uid, bool *say, guint64 *more)
+{
+	gpointer key = GUINT_TO_POINTER(uid);
+	guint n = GPOINTER_TO_UINT(g_hash_table_lookup(c->user_waiters, key));
+
+	if (n >= c->max_user_waiters) {
+		*say = kvt_log_due(&c->user_full, WARN_EVERY_US, more);
+		return false;
+	}
+	g_hash_table_insert(c->user_waiters, key, GUINT_TO_POINTER(n + 1));
+	return true;
+}
+
+static void user_waited(struct kvt_copies *c, uid_t uid)
+{
+	gpointer key = GUINT_TO_POINTER(uid);
+	guint n = GPOINTER_TO_UINT(g_hash_table_lookup(c->user_waiters, key));
+
+	if (n > 1)
+		g_hash_table_insert(c->user_waiters, key, GUINT_TO_POINTER(n - 1));
+	else
+		g_hash_table_remove(c->user_waiters, key);
+}
+
+struct kvt_copy *kvt_copy_get(struct kvt_copies *c, uint64_t size, uid_t uid)
 {
 	g_autoptr(GPtrArray) drop = g_ptr_array_new_with_free_func((GDestroyNotify)copy_free);
 	struct kvt_copy *cp = NULL;
-	bool room = false;
+	bool room = false, say = false;
+	guint64 more = 0;
 	uint64_t want;
 
 	if (!c || size == 0)
@@ -187,7 +222,7 @@ struct kvt_copy *kvt_copy_get(struct kvt_copies *c, uint64_t size)
 	 * by its release, which needs a thread of the caller's that is not
 	 * waiting here. */
 	cp = take(c, want, drop, &room);
-	if (!cp && !room && c->waiters < c->max_waiters) {
+	if (!cp && !room && c->waiters < c->max_waiters && user_may_wait(c, uid, &say, &more)) {
 		/* Counted as it starts: the count shows a wait going on. */
 		gint64 deadline = g_get_monotonic_time() + c->wait_us;
 
@@ -200,8 +235,13 @@ struct kvt_copy *kvt_copy_get(struct kvt_copies *c, uint64_t size)
 		if (!cp && !room)
 			cp = take(c, want, drop, &room); /* given back as the wait ended */
 		c->waiters--;
+		user_waited(c, uid);
 	}
 	g_mutex_unlock(&c->lock);
+	if (say)
+		g_warning("uid %u has %u opens waiting for copy memory, its share of the %u that "
+			  "may wait: its next ones go without (%" G_GUINT64_FORMAT " more since the "
+			  "last line)", (unsigned)uid, c->max_user_waiters, c->max_waiters, more);
 	if (cp)
 		return cp;
 	if (room) {

@@ -9,6 +9,7 @@
 #pragma once
 #include <glib.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "stats.h"
 
@@ -22,15 +23,19 @@ struct kvt_copy {
 struct kvt_copies;
 
 /* A pool of at most @budget bytes; an open waits @wait_us at most for
- * room, @max_waiters at once (the others go without at once), and a
- * pooled copy is freed after @idle_us unused.  @stats (or NULL) counts
- * copy_waits and uncopied. */
+ * room, @max_waiters at once and @max_user_waiters of one uid (the others
+ * go without at once: a waiter holds a thread of the caller's, and one
+ * user's opens must not take every place and leave another's open without
+ * its copy), and a pooled copy is freed after @idle_us unused.  @stats
+ * (or NULL) counts copy_waits and uncopied. */
 struct kvt_copies *kvt_copies_new(uint64_t budget, gint64 wait_us, gint64 idle_us,
-				  guint max_waiters, struct kvt_stats *stats);
+				  guint max_waiters, guint max_user_waiters,
+				  struct kvt_stats *stats);
 void kvt_copies_free(struct kvt_copies *c);
-/* A copy of at least @size bytes, or NULL when the budget had no room
- * within the wait (or @size is past it, or the system has no memory). */
-struct kvt_copy *kvt_copy_get(struct kvt_copies *c, uint64_t size);
+/* A copy of at least @size bytes for an open by @uid, or NULL when the
+ * budget had no room within the wait (or @size is past it, or the system
+ * has no memory). */
+struct kvt_copy *kvt_copy_get(struct kvt_copies *c, uint64_t size, uid_t uid);
 /* Back to the pool, or freed when the pool holds enough. */
 void kvt_copy_put(struct kvt_copies *c, struct kvt_copy *cp);
 /* Bytes of the copies in use and pooled, and of those pooled. */

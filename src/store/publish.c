@@ -63,7 +63,8 @@
  * the record's directory and each one above it up to names/ (a directory
  * made since the last sync holds the path to the name).  A client's fsync
  * of a directory (after renames into it) gets the same for every name in
- * it, kvt_store_sync_dir: its fsync of a temp file could not make bytes
+ * it that the caller wants (the daemon: the client's own; root's, all),
+ * kvt_store_sync_dir: its fsync of a temp file could not make bytes
  * durable that become an object only at the rename.
  *
  * -o sync asks it of every publication, before the rename or the close
@@ -323,7 +324,8 @@ int kvt_store_sync_published(struct kvt_store *s, struct kvt_dir *d, const char 
 	return ret < 0 ? ret : kvt_dir_sync_up(d, s->layout.names);
 }
 
-int kvt_store_sync_dir(struct kvt_store *s, struct kvt_dir *d)
+int kvt_store_sync_dir(struct kvt_store *s, struct kvt_dir *d, kvt_sync_wanted wanted,
+		       void *data)
 {
 	int ret;
 	g_autoptr(GPtrArray) ents = kvt_dir_list(d, false, &ret);
@@ -333,13 +335,19 @@ int kvt_store_sync_dir(struct kvt_store *s, struct kvt_dir *d)
 	for (guint i = 0; i < ents->len; i++) {
 		const struct kvt_dirent *e = ents->pdata[i];
 		struct kvt_record rec;
+		struct stat st;
 
 		if (e->type != DT_REG && e->type != DT_UNKNOWN)
 			continue;
-		ret = kvt_name_read(d, e->name, &rec, NULL);
+		ret = kvt_name_read(d, e->name, &rec, &st);
+		if (ret == 0)
+			kvt_record_show(&rec, &st); /* the name's owner, not the file's */
 		/* Gone meanwhile, a subdirectory, or torn (a resolve purges
-		 * it): nothing of it to make durable. */
-		if (ret == -ENOENT || ret == -EBADMSG || ret == -EISDIR) {
+		 * it): nothing of it to make durable.  Or not the caller's
+		 * to ask for: its entry is made durable with the directory,
+		 * its bytes by its owner's fsync. */
+		if (ret == -ENOENT || ret == -EBADMSG || ret == -EISDIR ||
+		    (ret == 0 && wanted && !wanted(&rec, &st, data))) {
 			kvt_record_clear(&rec);
 			continue;
 		}

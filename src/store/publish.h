@@ -112,8 +112,16 @@ int kvt_store_sync_published(struct kvt_store *s, struct kvt_dir *d, const char 
 int kvt_store_sync_name(struct kvt_store *s, struct kvt_dir *d, const char *name,
 			const struct kvt_record *rec);
 
-/* Makes every published name in @d durable, with its object (what a
- * client's fsync of a directory asks for after renames into it: the
- * entries, and with them the bytes that a temp file's fsync could not
- * make durable yet), and the directories from @d up to names/. */
-int kvt_store_sync_dir(struct kvt_store *s, struct kvt_dir *d);
+/* Which names of a directory a sync makes durable with their bytes: the
+ * record @rec read from the name and @st, the name's metadata (as shown:
+ * kvt_record_show). */
+typedef bool (*kvt_sync_wanted)(const struct kvt_record *rec, const struct stat *st,
+				void *data);
+
+/* Makes every published name in @d that @wanted wants (NULL: all)
+ * durable, with its object (what a client's fsync of a directory asks for
+ * after renames into it: the entries, and with them the bytes that a temp
+ * file's fsync could not make durable yet), and the directories from @d
+ * up to names/, with every entry in them. */
+int kvt_store_sync_dir(struct kvt_store *s, struct kvt_dir *d, kvt_sync_wanted wanted,
+		       void *data);
