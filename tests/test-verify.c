@@ -460,10 +460,11 @@ static void test_copies_wait(void)
 	kvt_copies_held(c, &held, &pooled);
 	ok(held == 0 && pooled == 0, "copies: one larger than a quarter of the budget is freed when given back");
 	a = kvt_copy_get(c, MiB, 0);
+	/* From the give-back on: its idle time starts there. */
+	t0 = g_get_monotonic_time();
 	kvt_copy_put(c, a);
 	kvt_copies_held(c, &held, &pooled);
 	ok(held == MiB && pooled == MiB, "copies: a small one is pooled");
-	t0 = g_get_monotonic_time();
 	while (pooled && g_get_monotonic_time() - t0 < 5 * G_USEC_PER_SEC) {
 		g_usleep(10 * 1000);
 		kvt_copies_held(c, &held, &pooled);
