@@ -12,8 +12,8 @@
 #include <stddef.h>
 
 enum where {
-	Q_SMALL,        /* S3-FIFO's small FIFO */
-	Q_MAIN,         /* S3-FIFO's main FIFO, or the LRU order */
+	Q_SMALL,        /* S3-FIFO's small FIFO, SLRU's probation */
+	Q_MAIN,         /* S3-FIFO's main FIFO, SLRU's protected, the LRU */
 	Q_GHOST,        /* keys that left the small FIFO, no block behind */
 	Q_COUNT,
 };
@@ -55,6 +55,9 @@ struct kvt_evict *kvt_evict_new(enum kvt_evict_policy policy,
 	if (!e->tune.promote_loads)
 		e->tune.promote_loads = 1;
 	e->tune.promote_loads = MIN(e->tune.promote_loads, FREQ_MAX);
+	if (!e->tune.protected_pct)
+		e->tune.protected_pct = 80;
+	e->tune.protected_pct = MIN(e->tune.protected_pct, 100);
 	if (!e->tune.ghost_pct)
 		e->tune.ghost_pct = 100;
 	e->tune.ghost_pct = MIN(e->tune.ghost_pct, 100);
@@ -121,12 +124,32 @@ static void drop(struct kvt_evict *e, struct node *n)
 	g_free(n);
 }
 
+/* SLRU: a block used again is protected; protected ones past their
+ * share go back to probation, the least recently used first. */
+static void use_slru(struct kvt_evict *e, struct node *n)
+{
+	uint64_t held;
+
+	q_unlink(e, n);
+	q_push(e, n, Q_MAIN);
+	held = e->qbytes[Q_SMALL] + e->qbytes[Q_MAIN];
+	while (e->q[Q_MAIN].length > 1 &&
+	       e->qbytes[Q_MAIN] * 100 > held * e->tune.protected_pct) {
+		struct node *old = e->q[Q_MAIN].head->data;
+
+		q_unlink(e, old);
+		q_push(e, old, Q_SMALL);
+	}
+}
+
 /* A store or a load of a held block. */
 static void use(struct kvt_evict *e, struct node *n)
 {
 	if (e->policy == KVT_EVICT_LRU) {
 		q_unlink(e, n);
 		q_push(e, n, Q_MAIN);
+	} else if (e->policy == KVT_EVICT_SLRU) {
+		use_slru(e, n);
 	} else if (n->freq < FREQ_MAX) {
 		n->freq++;
 	}
@@ -237,7 +260,7 @@ static uint64_t victim(struct kvt_evict *e, struct node *n, GArray *victims)
 	uint64_t size = n->size;
 
 	g_array_append_val(victims, n->key);
-	if (n->where == Q_SMALL && e->tune.ghost_pct) {
+	if (e->policy == KVT_EVICT_S3FIFO && n->where == Q_SMALL) {
 		q_unlink(e, n);
 		n->freq = 0;
 		q_push(e, n, Q_GHOST);
@@ -247,11 +270,14 @@ static uint64_t victim(struct kvt_evict *e, struct node *n, GArray *victims)
 	return size;
 }
 
-static uint64_t choose_lru(struct kvt_evict *e, uint64_t bytes, GArray *victims)
+/* The unpinned blocks of queue @w, least recently used first, until
+ * @bytes are freed. */
+static uint64_t choose_lru(struct kvt_evict *e, enum where w, uint64_t bytes,
+			   GArray *victims)
 {
 	uint64_t freed = 0;
 
-	for (GList *l = e->q[Q_MAIN].head, *next; l && freed < bytes; l = next) {
+	for (GList *l = e->q[w].head, *next; l && freed < bytes; l = next) {
 		struct node *n = l->data;
 
 		next = l->next;
@@ -312,8 +338,20 @@ static uint64_t choose_s3fifo(struct kvt_evict *e, uint64_t bytes, GArray *victi
 
 uint64_t kvt_evict_choose(struct kvt_evict *e, uint64_t bytes, GArray *victims)
 {
-	if (e->policy == KVT_EVICT_LRU)
-		return choose_lru(e, bytes, victims);
+	uint64_t freed;
+
+	switch (e->policy) {
+	case KVT_EVICT_LRU:
+		return choose_lru(e, Q_MAIN, bytes, victims);
+	case KVT_EVICT_SLRU:
+		/* probation first; protected blocks only once it is empty */
+		freed = choose_lru(e, Q_SMALL, bytes, victims);
+		if (freed < bytes)
+			freed += choose_lru(e, Q_MAIN, bytes - freed, victims);
+		return freed;
+	case KVT_EVICT_S3FIFO:
+		break;
+	}
 	return choose_s3fifo(e, bytes, victims);
 }
 
@@ -334,5 +372,13 @@ uint64_t kvt_evict_ghosts(const struct kvt_evict *e)
 
 const char *kvt_evict_policy_name(enum kvt_evict_policy policy)
 {
-	return policy == KVT_EVICT_LRU ? "lru" : "s3fifo";
+	switch (policy) {
+	case KVT_EVICT_LRU:
+		return "lru";
+	case KVT_EVICT_SLRU:
+		return "slru";
+	case KVT_EVICT_S3FIFO:
+		break;
+	}
+	return "s3fifo";
 }

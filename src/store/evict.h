@@ -5,7 +5,7 @@
  * done elsewhere (remove) and blocks that must stay (pin), and asks it
  * for victims.
  *
- * Two policies:
+ * Three policies:
  *
  * - KVT_EVICT_S3FIFO (Yang et al., "FIFO queues are all you need for cache
  *   eviction", SOSP 2023).  A new block goes to a small FIFO (10% of the
@@ -17,11 +17,15 @@
  *   leaves.  A long document stored once and never loaded passes through
  *   the small FIFO only, and so never pushes out the shared prefixes that
  *   live in main.
+ * - KVT_EVICT_SLRU: a segmented LRU.  A new block is on probation; one
+ *   used again is protected; protected blocks past 80% of the bytes go
+ *   back to probation, and victims come from probation, least recently
+ *   used first, then from the protected ones.
  * - KVT_EVICT_LRU: the exact least recently used order, a use being an
- *   insert or a touch; what S3-FIFO is measured against.
+ *   insert or a touch; what the others are measured against.
  *
  * A pinned block (open, pending, being loaded) is never chosen: LRU
- * passes over it; S3-FIFO moves it on as if it had been loaded.
+ * and SLRU pass over it; S3-FIFO moves it on as if it had been loaded.
  *
  * Memory: one node of 48 bytes (64 with malloc's header) and one slot of
  * a GHashTable (a key pointer and a hash, 12 bytes, at a load of 25-100%)
@@ -44,18 +48,20 @@
 enum kvt_evict_policy {
 	KVT_EVICT_LRU,
 	KVT_EVICT_S3FIFO,
+	KVT_EVICT_SLRU,
 };
 
-/* S3-FIFO's knobs; zero fields take the defaults. */
+/* The knobs of S3-FIFO and SLRU; zero fields take the defaults. */
 struct kvt_evict_tuning {
-	unsigned small_pct;     /* the small FIFO's share of the bytes: 10 */
-	unsigned promote_loads; /* loads in the small FIFO that move a block to main: 1 */
-	unsigned ghost_pct;     /* ghost keys, in % of the blocks held: 100 */
+	unsigned small_pct;     /* S3-FIFO: the small FIFO's share of the bytes: 10 */
+	unsigned promote_loads; /* S3-FIFO: loads in the small FIFO that move a block to main: 1 */
+	unsigned ghost_pct;     /* S3-FIFO: ghost keys, in % of the blocks held: 100 */
+	unsigned protected_pct; /* SLRU: the protected blocks' share of the bytes: 80 */
 };
 
 struct kvt_evict;
 
-/* @tuning may be NULL (the defaults); ignored by LRU. */
+/* @tuning may be NULL (the defaults). */
 struct kvt_evict *kvt_evict_new(enum kvt_evict_policy policy,
 				const struct kvt_evict_tuning *tuning);
 void kvt_evict_free(struct kvt_evict *e);

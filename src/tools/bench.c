@@ -104,16 +104,17 @@ static const char usage_text[] =
 "                       once (32-96 new blocks never asked for again)\n"
 "                       (default 0; 20 with --simulate)\n"
 "  --simulate           --life without files (no --dir): the stream through\n"
-"                       an exact LRU and S3-FIFO at budgets of 1/2 and 1/4 of\n"
-"                       the blocks it stores, without and with --scan; hit\n"
-"                       rates, S3-FIFO/LRU, medians over --seeds (default\n"
-"                       --requests 100000)\n"
+"                       an exact LRU, S3-FIFO and SLRU at budgets of 1/2 and\n"
+"                       1/4 of the blocks it stores, without and with --scan;\n"
+"                       hit rates, each policy's to LRU's, medians over\n"
+"                       --seeds (default --requests 100000)\n"
 "  --seeds N            --simulate: seeds played from --seed on (default 3)\n"
 "  --budgets LIST       --simulate: comma list of n, each a budget of 1/n of\n"
 "                       the blocks stored (default 2,4)\n"
 "  --s3fifo-small PCT   --simulate: S3-FIFO's small FIFO share (default 10)\n"
 "  --s3fifo-promote N   --simulate: loads in the small FIFO that move a block\n"
 "                       to main, 1-3 (default 1)\n"
+"  --slru-protected PCT --simulate: SLRU's protected share (default 80)\n"
 "  --version            print the version\n"
 "  --help               this text\n"
 "\n"
@@ -130,9 +131,11 @@ static const char usage_text[] =
 "           max_fds=N\n"
 "--simulate prints a line per scan, budget and seed, then the medians:\n"
 "  simulate: scan=P% budget=1/N seed=N requests=N asked=N stored_blocks=N\n"
-"           budget_blocks=N unbounded_hit=R lru_hit=R s3fifo_hit=R ratio=R\n"
-"  simulate-median: scan=P% budget=1/N seeds=N lru_hit=R (MIN-MAX)\n"
-"           s3fifo_hit=R (MIN-MAX) ratio=R (MIN-MAX)\n"
+"           budget_blocks=N unbounded_hit=R lru_hit=R s3fifo_hit=R\n"
+"           s3fifo_ratio=R slru_hit=R slru_ratio=R\n"
+"  simulate-median: scan=P% budget=1/N seeds=N lru_hit=R (lru MIN-lru MAX)\n"
+"           s3fifo_hit=R (...) s3fifo_ratio=R (...) slru_hit=R (...)\n"
+"           slru_ratio=R (...)\n"
 "Exit: 0 no errors, 1 an operation failed or a check failed, 2 bad usage.\n";
 
 enum phase { PH_STORE, PH_LOOKUP, PH_LOOKUP_MISS, PH_LOAD, PH_COUNT };
@@ -579,6 +582,9 @@ static void parse_args(int argc, char **argv)
 		} else if (ARG("--s3fifo-small")) {
 			O.lo.tuning.small_pct = (unsigned)parse_u64(a, val, 1, 90);
 			O.sim_only = 1;
+		} else if (ARG("--slru-protected")) {
+			O.lo.tuning.protected_pct = (unsigned)parse_u64(a, val, 1, 99);
+			O.sim_only = 1;
 		} else if (ARG("--s3fifo-promote")) {
 			O.lo.tuning.promote_loads = (unsigned)parse_u64(a, val, 1, 3);
 			O.sim_only = 1;
@@ -589,8 +595,8 @@ static void parse_args(int argc, char **argv)
 #undef ARG
 	}
 	if (O.sim_only && !O.simulate)
-		usage_error("--seeds, --budgets, --s3fifo-small and "
-			    "--s3fifo-promote belong to --simulate");
+		usage_error("--seeds, --budgets, --s3fifo-small, --s3fifo-promote "
+			    "and --slru-protected belong to --simulate");
 	if (O.simulate) {
 		if (O.dir || O.lo.duration || O.lo.capacity || O.lo.pid)
 			usage_error("--simulate uses no files, no time and no "

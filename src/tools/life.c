@@ -685,7 +685,10 @@ uint64_t life_run(const struct life_opts *o)
 /* ------------------------------------------------------------------ */
 /* --simulate                                                         */
 
-static const enum kvt_evict_policy sim_policy[] = { KVT_EVICT_LRU, KVT_EVICT_S3FIFO };
+/* LRU first: the others' hits are given as a ratio to its. */
+static const enum kvt_evict_policy sim_policy[] = {
+	KVT_EVICT_LRU, KVT_EVICT_S3FIFO, KVT_EVICT_SLRU,
+};
 #define SIM_POLICIES G_N_ELEMENTS(sim_policy)
 
 /* One stream through one index: a request's blocks are looked up in
@@ -751,10 +754,9 @@ static uint64_t sim_stored_blocks(void)
 struct sim_row {
 	unsigned scan_pct, fraction;
 	uint64_t seed, requests, asked, stored, budget_blocks;
-	double ceiling;         /* the hits with room for every block */
+	double unbounded;               /* the hit rate with room for every block */
 	double hit[SIM_POLICIES];
-	uint64_t evicted[SIM_POLICIES];
-	double ratio;           /* S3-FIFO's hits / LRU's */
+	double ratio[SIM_POLICIES];     /* hits / LRU's */
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -775,22 +777,79 @@ static double median_of(double *v, unsigned n, double *lo, double *hi)
 
 static void sim_print_row(const struct sim_row *r, bool first)
 {
-	if (L->json) {
+	if (L->json)
 		printf("%s\n   {\"scan_pct\": %u, \"budget\": \"1/%u\", \"seed\": %" PRIu64
 		       ", \"requests\": %" PRIu64 ", \"asked\": %" PRIu64
 		       ", \"stored_blocks\": %" PRIu64 ", \"budget_blocks\": %" PRIu64
-		       ", \"unbounded_hit\": %.5f, \"lru_hit\": %.5f, \"s3fifo_hit\": %.5f, "
-		       "\"ratio\": %.4f, \"lru_evicted\": %" PRIu64 ", \"s3fifo_evicted\": %"
-		       PRIu64 "}", first ? "" : ",", r->scan_pct, r->fraction, r->seed,
-		       r->requests, r->asked, r->stored, r->budget_blocks, r->ceiling,
-		       r->hit[0], r->hit[1], r->ratio, r->evicted[0], r->evicted[1]);
-		return;
+		       ", \"unbounded_hit\": %.5f", first ? "" : ",", r->scan_pct,
+		       r->fraction, r->seed, r->requests, r->asked, r->stored,
+		       r->budget_blocks, r->unbounded);
+	else
+		printf("simulate: scan=%u%% budget=1/%u seed=%" PRIu64 " requests=%"
+		       PRIu64 " asked=%" PRIu64 " stored_blocks=%" PRIu64
+		       " budget_blocks=%" PRIu64 " unbounded_hit=%.4f", r->scan_pct,
+		       r->fraction, r->seed, r->requests, r->asked, r->stored,
+		       r->budget_blocks, r->unbounded);
+	for (unsigned p = 0; p < SIM_POLICIES; p++) {
+		const char *name = kvt_evict_policy_name(sim_policy[p]);
+
+		if (L->json)
+			printf(", \"%s_hit\": %.5f", name, r->hit[p]);
+		else
+			printf(" %s_hit=%.4f", name, r->hit[p]);
+		if (p && L->json)
+			printf(", \"%s_ratio\": %.6f", name, r->ratio[p]);
+		else if (p)
+			printf(" %s_ratio=%.6f", name, r->ratio[p]);
 	}
-	printf("simulate: scan=%u%% budget=1/%u seed=%" PRIu64 " requests=%" PRIu64
-	       " asked=%" PRIu64 " stored_blocks=%" PRIu64 " budget_blocks=%" PRIu64
-	       " unbounded_hit=%.4f lru_hit=%.4f s3fifo_hit=%.4f ratio=%.4f\n",
-	       r->scan_pct, r->fraction, r->seed, r->requests, r->asked, r->stored,
-	       r->budget_blocks, r->ceiling, r->hit[0], r->hit[1], r->ratio);
+	puts(L->json ? "}" : "");
+}
+
+/* @what of one policy: the median over the seeds, the least, the largest. */
+static void sim_print_spread(const char *name, const char *what, double *v,
+			     unsigned n)
+{
+	double lo, hi, m = median_of(v, n, &lo, &hi);
+	/* a ratio a hair under 1 must not print as 1 */
+	int digits = strcmp(what, "ratio") ? 4 : 6;
+
+	if (L->json)
+		printf(", \"%s_%s\": %.6f, \"%s_%s_min\": %.6f, \"%s_%s_max\": %.6f",
+		       name, what, m, name, what, lo, name, what, hi);
+	else
+		printf(" %s_%s=%.*f (%.*f-%.*f)", name, what, digits, m, digits, lo,
+		       digits, hi);
+}
+
+/* The medians over the seeds of one scan and budget; @rows: the seeds'
+ * rows, @stride apart. */
+static void sim_print_median(const struct sim_row *rows, unsigned stride,
+			     unsigned seeds, bool first)
+{
+	g_autofree double *v = g_new(double, seeds);
+
+	if (L->json)
+		printf("%s\n   {\"scan_pct\": %u, \"budget\": \"1/%u\", \"seeds\": %u",
+		       first ? "" : ",", rows->scan_pct, rows->fraction, seeds);
+	else
+		printf("simulate-median: scan=%u%% budget=1/%u seeds=%u",
+		       rows->scan_pct, rows->fraction, seeds);
+	for (unsigned sd = 0; sd < seeds; sd++)
+		v[sd] = rows[sd * stride].unbounded;
+	sim_print_spread("unbounded", "hit", v, seeds);
+	for (unsigned p = 0; p < SIM_POLICIES; p++) {
+		const char *name = kvt_evict_policy_name(sim_policy[p]);
+
+		for (unsigned sd = 0; sd < seeds; sd++)
+			v[sd] = rows[sd * stride].hit[p];
+		sim_print_spread(name, "hit", v, seeds);
+		if (!p)
+			continue;
+		for (unsigned sd = 0; sd < seeds; sd++)
+			v[sd] = rows[sd * stride].ratio[p];
+		sim_print_spread(name, "ratio", v, seeds);
+	}
+	puts(L->json ? "}" : "");
 }
 
 void life_simulate(const struct life_opts *o)
@@ -805,10 +864,12 @@ void life_simulate(const struct life_opts *o)
 	if (L->json)
 		printf("{\"simulate\": {\"families\": %u, \"zipf\": %g, \"seed\": %" PRIu64
 		       ", \"seeds\": %u, \"block_size\": %" PRIu64 ", \"hits_of\": "
-		       "\"blocks\", \"s3fifo_small_pct\": %u, \"s3fifo_promote_loads\": %u,"
-		       "\n  \"runs\": [", o->families, o->zipf, o->seed, o->seeds,
-		       o->block_size, o->tuning.small_pct ? o->tuning.small_pct : 10,
-		       o->tuning.promote_loads ? o->tuning.promote_loads : 1);
+		       "\"blocks\", \"s3fifo_small_pct\": %u, \"s3fifo_promote_loads\": %u, "
+		       "\"slru_protected_pct\": %u,\n  \"runs\": [", o->families, o->zipf,
+		       o->seed, o->seeds, o->block_size,
+		       o->tuning.small_pct ? o->tuning.small_pct : 10,
+		       o->tuning.promote_loads ? o->tuning.promote_loads : 1,
+		       o->tuning.protected_pct ? o->tuning.protected_pct : 80);
 	for (unsigned sc = 0; sc < n_scans; sc++) {
 		for (unsigned sd = 0; sd < o->seeds; sd++) {
 			struct sim_play all;
@@ -825,18 +886,17 @@ void life_simulate(const struct life_opts *o)
 				r->fraction = o->budgets[b];
 				r->seed = one.seed;
 				r->stored = stored;
-				r->ceiling = all.asked ? (double)all.hits / (double)all.asked : 0;
+				r->requests = all.requests;
+				r->asked = all.asked;
+				r->unbounded = all.asked ? (double)all.hits / (double)all.asked : 0;
 				r->budget_blocks = stored / o->budgets[b];
 				for (unsigned p = 0; p < SIM_POLICIES; p++) {
 					struct sim_play x = sim_play(sim_policy[p],
 								     r->budget_blocks * L->block_size);
 
-					r->requests = x.requests;
-					r->asked = x.asked;
 					r->hit[p] = x.asked ? (double)x.hits / (double)x.asked : 0;
-					r->evicted[p] = x.evicted;
+					r->ratio[p] = r->hit[0] > 0 ? r->hit[p] / r->hit[0] : 0;
 				}
-				r->ratio = r->hit[0] > 0 ? r->hit[1] / r->hit[0] : 0;
 				sim_print_row(r, k == 0);
 				k++;
 				fflush(stdout);
@@ -845,43 +905,10 @@ void life_simulate(const struct life_opts *o)
 	}
 	if (L->json)
 		printf("\n  ],\n  \"medians\": [");
-	/* medians over the seeds of each scan and budget */
-	for (unsigned sc = 0; sc < n_scans; sc++) {
-		for (unsigned b = 0; b < nb; b++) {
-			g_autofree double *hit = g_new(double, SIM_POLICIES * o->seeds);
-			g_autofree double *ratio = g_new(double, o->seeds);
-			double m[SIM_POLICIES], lo[SIM_POLICIES], hi[SIM_POLICIES];
-			double mr, rlo, rhi;
-
-			for (unsigned sd = 0; sd < o->seeds; sd++) {
-				const struct sim_row *r =
-					&rows[(sc * o->seeds + sd) * nb + b];
-
-				for (unsigned p = 0; p < SIM_POLICIES; p++)
-					hit[p * o->seeds + sd] = r->hit[p];
-				ratio[sd] = r->ratio;
-			}
-			for (unsigned p = 0; p < SIM_POLICIES; p++)
-				m[p] = median_of(hit + p * o->seeds, o->seeds, &lo[p], &hi[p]);
-			mr = median_of(ratio, o->seeds, &rlo, &rhi);
-			if (L->json) {
-				printf("%s\n   {\"scan_pct\": %u, \"budget\": \"1/%u\", "
-				       "\"lru_hit\": %.5f, \"lru_hit_min\": %.5f, "
-				       "\"lru_hit_max\": %.5f, \"s3fifo_hit\": %.5f, "
-				       "\"s3fifo_hit_min\": %.5f, \"s3fifo_hit_max\": %.5f, "
-				       "\"ratio\": %.4f, \"ratio_min\": %.4f, "
-				       "\"ratio_max\": %.4f}", sc + b ? "," : "", scans[sc],
-				       o->budgets[b], m[0], lo[0], hi[0], m[1], lo[1],
-				       hi[1], mr, rlo, rhi);
-			} else {
-				printf("simulate-median: scan=%u%% budget=1/%u seeds=%u "
-				       "lru_hit=%.4f (%.4f-%.4f) s3fifo_hit=%.4f "
-				       "(%.4f-%.4f) ratio=%.4f (%.4f-%.4f)\n", scans[sc],
-				       o->budgets[b], o->seeds, m[0], lo[0], hi[0],
-				       m[1], lo[1], hi[1], mr, rlo, rhi);
-			}
-		}
-	}
+	for (unsigned sc = 0; sc < n_scans; sc++)
+		for (unsigned b = 0; b < nb; b++)
+			sim_print_median(&rows[sc * o->seeds * nb + b], nb, o->seeds,
+					 sc + b == 0);
 	if (L->json)
 		printf("\n  ],\n  \"secs\": %.3f}}\n", secs_since(t0));
 	else
