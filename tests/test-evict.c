@@ -31,7 +31,9 @@ static void ok(bool cond, const char *fmt, ...)
 	fflush(stdout);
 }
 
-static const enum kvt_evict_policy policies[] = { KVT_EVICT_LRU, KVT_EVICT_S3FIFO };
+static const enum kvt_evict_policy policies[] = {
+	KVT_EVICT_LRU, KVT_EVICT_S3FIFO, KVT_EVICT_SLRU, KVT_EVICT_S3FIFO_ADAPTIVE,
+};
 
 static GArray *keys_new(void)
 {
@@ -121,16 +123,18 @@ static void test_pins(enum kvt_evict_policy p)
 	kvt_evict_free(e);
 }
 
-/* A budget of 100 blocks: 10 hot blocks, each loaded twice, then a long
- * document of 1000 blocks stored once and never loaded, evicting down to
- * the budget after each store.  S3-FIFO keeps the hot ones, LRU loses
- * them. */
+/* A budget of 100 blocks: 90 blocks stored once and 10 hot ones, each
+ * loaded twice, then a long document of 1000 blocks stored once and
+ * never loaded, evicting down to the budget after each store.  S3-FIFO
+ * and SLRU keep the hot ones, LRU loses them. */
 static unsigned hot_after_scan(enum kvt_evict_policy p)
 {
 	struct kvt_evict *e = kvt_evict_new(p, NULL);
 	GArray *v = keys_new();
 	unsigned kept = 0;
 
+	for (uint64_t k = 100; k < 190; k++)
+		kvt_evict_insert(e, k, 4096);
 	for (uint64_t k = 1; k <= 10; k++)
 		kvt_evict_insert(e, k, 4096);
 	for (int round = 0; round < 2; round++)
@@ -143,7 +147,7 @@ static unsigned hot_after_scan(enum kvt_evict_policy p)
 	}
 	for (uint64_t k = 1; k <= 10; k++)
 		kept += kvt_evict_contains(e, k);
-	ok(kvt_evict_bytes(e) == 100 * 4096 && v->len == 910,
+	ok(kvt_evict_bytes(e) == 100 * 4096 && v->len == 1000,
 	   "%s: the scan evicted down to the budget (%u blocks chosen)",
 	   kvt_evict_policy_name(p), v->len);
 	g_array_free(v, TRUE);
@@ -155,9 +159,54 @@ static void test_scan(void)
 {
 	unsigned lru = hot_after_scan(KVT_EVICT_LRU);
 	unsigned s3 = hot_after_scan(KVT_EVICT_S3FIFO);
+	unsigned slru = hot_after_scan(KVT_EVICT_SLRU);
+	unsigned s3a = hot_after_scan(KVT_EVICT_S3FIFO_ADAPTIVE);
 
 	ok(s3 == 10, "s3fifo: all 10 hot blocks kept over a one-off scan (%u)", s3);
+	ok(s3a == 10, "s3fifo_adaptive: all 10 hot blocks kept over the scan (%u)", s3a);
+	ok(slru == 10, "slru: all 10 hot blocks kept over the scan (%u)", slru);
 	ok(lru == 0, "lru: the scan flushed the hot blocks (%u kept)", lru);
+}
+
+/* A budget of 1000 blocks; each step stores a new block and asks again
+ * for the one stored 400 steps before (a load if held, else a store):
+ * every block comes back once, late.  The LRU keeps them all; S3-FIFO's
+ * small FIFO of 10% lets them go before they come back; the adaptive one
+ * grows its small FIFO from the ghosts' returns and keeps most. */
+static uint64_t late_hits(enum kvt_evict_policy p)
+{
+	struct kvt_evict *e = kvt_evict_new(p, NULL);
+	GArray *v = keys_new();
+	uint64_t hits = 0;
+
+	for (uint64_t k = 1; k <= 20000; k++) {
+		kvt_evict_insert(e, k, 1);
+		if (k > 400 && kvt_evict_touch(e, k - 400))
+			hits++;
+		else if (k > 400)
+			kvt_evict_insert(e, k - 400, 1);
+		if (kvt_evict_bytes(e) > 1000)
+			kvt_evict_choose(e, kvt_evict_bytes(e) - 1000, v);
+		g_array_set_size(v, 0);
+	}
+	g_array_free(v, TRUE);
+	kvt_evict_free(e);
+	return hits;
+}
+
+static void test_adaptive(void)
+{
+	uint64_t lru = late_hits(KVT_EVICT_LRU);
+	uint64_t s3 = late_hits(KVT_EVICT_S3FIFO);
+	uint64_t s3a = late_hits(KVT_EVICT_S3FIFO_ADAPTIVE);
+
+	printf("# hits of blocks back after 400 of 1000: lru %" PRIu64 ", s3fifo %"
+	       PRIu64 ", s3fifo_adaptive %" PRIu64 "\n", lru, s3, s3a);
+	ok(lru == 19600, "lru: every block back after 400 of 1000 is a hit (%" PRIu64 ")",
+	   lru);
+	ok(s3 < lru / 2, "s3fifo: its small FIFO lets most go (%" PRIu64 ")", s3);
+	ok(s3a >= lru * 9 / 10, "s3fifo_adaptive: its small FIFO grew, 90%% are hits "
+	   "(%" PRIu64 ")", s3a);
 }
 
 /* A block evicted from the small FIFO leaves its key as a ghost; stored
@@ -264,6 +313,8 @@ static void test_sizes(enum kvt_evict_policy p)
 	ok(pinned == 0, "%s: no pinned victim (%u)", name, pinned);
 	ok(kvt_evict_count(e) == g_hash_table_size(size),
 	   "%s: the blocks held are those stored and not chosen or removed", name);
+	ok(kvt_evict_ghosts(e) <= kvt_evict_count(e),
+	   "%s: no more ghost keys than blocks (%" PRIu64 ")", name, kvt_evict_ghosts(e));
 	g_array_free(v, TRUE);
 	g_rand_free(r);
 	g_hash_table_destroy(pins);
@@ -345,13 +396,14 @@ static void test_memory(enum kvt_evict_policy p, bool ghosts)
 
 int main(void)
 {
-	printf("1..%d\n", 8 + 2 * (18 + 6) + 4 + 9 + 3);
+	printf("1..%d\n", 8 + 4 * (18 + 7) + 2 * 4 + 3 + 9 + 3);
 	test_lru_order();
 	for (unsigned i = 0; i < G_N_ELEMENTS(policies); i++) {
 		test_pins(policies[i]);
 		test_sizes(policies[i]);
 	}
 	test_scan();
+	test_adaptive();
 	test_ghost();
 	test_memory(KVT_EVICT_LRU, false);
 	test_memory(KVT_EVICT_S3FIFO, false);

@@ -687,7 +687,7 @@ uint64_t life_run(const struct life_opts *o)
 
 /* LRU first: the others' hits are given as a ratio to its. */
 static const enum kvt_evict_policy sim_policy[] = {
-	KVT_EVICT_LRU, KVT_EVICT_S3FIFO, KVT_EVICT_SLRU,
+	KVT_EVICT_LRU, KVT_EVICT_S3FIFO, KVT_EVICT_SLRU, KVT_EVICT_S3FIFO_ADAPTIVE,
 };
 #define SIM_POLICIES G_N_ELEMENTS(sim_policy)
 
