@@ -802,7 +802,7 @@ static void sim_print_row(const struct sim_row *r, bool first)
 		else if (p)
 			printf(" %s_ratio=%.6f", name, r->ratio[p]);
 	}
-	puts(L->json ? "}" : "");
+	fputs(L->json ? "}" : "\n", stdout);
 }
 
 /* @what of one policy: the median over the seeds, the least, the largest. */
@@ -849,7 +849,7 @@ static void sim_print_median(const struct sim_row *rows, unsigned stride,
 			v[sd] = rows[sd * stride].ratio[p];
 		sim_print_spread(name, "ratio", v, seeds);
 	}
-	puts(L->json ? "}" : "");
+	fputs(L->json ? "}" : "\n", stdout);
 }
 
 void life_simulate(const struct life_opts *o)
