@@ -99,6 +99,22 @@ static const char usage_text[] =
 "  --pid PID            --life: sample this process's RSS and open fds\n"
 "  --json               --life: one JSON document (summary, series) instead\n"
 "                       of lines\n"
+"  --requests N         --life: stop after N requests\n"
+"  --scan PCT           --life: PCT% of the requests are long documents read\n"
+"                       once (32-96 new blocks never asked for again)\n"
+"                       (default 0; 20 with --simulate)\n"
+"  --simulate           --life without files (no --dir): the stream through\n"
+"                       an exact LRU, S3-FIFO and SLRU at budgets of 1/2 and\n"
+"                       1/4 of the blocks it stores, without and with --scan;\n"
+"                       hit rates, each policy's to LRU's, medians over\n"
+"                       --seeds (default --requests 100000)\n"
+"  --seeds N            --simulate: seeds played from --seed on (default 3)\n"
+"  --budgets LIST       --simulate: comma list of n, each a budget of 1/n of\n"
+"                       the blocks stored (default 2,4)\n"
+"  --s3fifo-small PCT   --simulate: S3-FIFO's small FIFO share (default 10)\n"
+"  --s3fifo-promote N   --simulate: loads in the small FIFO that move a block\n"
+"                       to main, 1-3 (default 1)\n"
+"  --slru-protected PCT --simulate: SLRU's protected share (default 80)\n"
 "  --version            print the version\n"
 "  --help               this text\n"
 "\n"
@@ -113,6 +129,13 @@ static const char usage_text[] =
 "           loaded=N store_GB/s=R load_GB/s=R lookup_p50_us=L\n"
 "           lookup_p99_us=L lookup_max_us=L errors=N wrong=N max_rss_MiB=R\n"
 "           max_fds=N\n"
+"--simulate prints a line per scan, budget and seed, then the medians:\n"
+"  simulate: scan=P% budget=1/N seed=N requests=N asked=N stored_blocks=N\n"
+"           budget_blocks=N unbounded_hit=R lru_hit=R s3fifo_hit=R\n"
+"           s3fifo_ratio=R slru_hit=R slru_ratio=R\n"
+"  simulate-median: scan=P% budget=1/N seeds=N lru_hit=R (lru MIN-lru MAX)\n"
+"           s3fifo_hit=R (...) s3fifo_ratio=R (...) slru_hit=R (...)\n"
+"           slru_ratio=R (...)\n"
 "Exit: 0 no errors, 1 an operation failed or a check failed, 2 bad usage.\n";
 
 enum phase { PH_STORE, PH_LOOKUP, PH_LOOKUP_MISS, PH_LOAD, PH_COUNT };
@@ -134,6 +157,7 @@ static struct {
 	int odirect, check, drop_caches, quiet, fsync;
 	int run[PH_COUNT];
 	int life, blocks_given, life_only;     /* life_only: an option of --life seen */
+	int simulate, sim_only, scan_given;    /* sim_only: an option of --simulate seen */
 	struct life_opts lo;
 } O = {
 	.model = "kvbench",
@@ -143,7 +167,8 @@ static struct {
 	.lookup_threads = 1,
 	.repeat_load = 1,
 	.odirect = 1,
-	.lo = { .families = 64, .zipf = 1.0, .seed = 1, .interval = 5 },
+	.lo = { .families = 64, .zipf = 1.0, .seed = 1, .interval = 5, .seeds = 3,
+		.budgets = { 2, 4 }, .n_budgets = 2 },
 };
 
 
@@ -430,6 +455,24 @@ static void parse_phases(const char *list)
 	usage_error("--phases: no phase given");
 }
 
+static void parse_budgets(const char *list)
+{
+	char buf[256], *save, *tok;
+
+	O.lo.n_budgets = 0;
+	if (snprintf(buf, sizeof(buf), "%s", list) >= (int)sizeof(buf))
+		usage_error("--budgets: list too long");
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (O.lo.n_budgets == LIFE_MAX_BUDGETS)
+			usage_error("--budgets: at most %d", LIFE_MAX_BUDGETS);
+		O.lo.budgets[O.lo.n_budgets++] =
+			(unsigned)parse_u64("--budgets", tok, 1, 1000000);
+	}
+	if (!O.lo.n_budgets)
+		usage_error("--budgets: no budget given");
+}
+
 static void parse_args(int argc, char **argv)
 {
 	struct stat st;
@@ -520,20 +563,61 @@ static void parse_args(int argc, char **argv)
 		} else if (FLAG("--json")) {
 			O.lo.json = 1;
 			O.life_only = 1;
+		} else if (ARG("--requests")) {
+			O.lo.requests = parse_u64(a, val, 1, 1ULL << 40);
+			O.life_only = 1;
+		} else if (ARG("--scan")) {
+			O.lo.scan_pct = (unsigned)parse_u64(a, val, 0, 100);
+			O.scan_given = 1;
+			O.life_only = 1;
+		} else if (FLAG("--simulate")) {
+			O.simulate = 1;
+			O.life = 1;
+		} else if (ARG("--seeds")) {
+			O.lo.seeds = (unsigned)parse_u64(a, val, 1, 1000);
+			O.sim_only = 1;
+		} else if (ARG("--budgets")) {
+			parse_budgets(val);
+			O.sim_only = 1;
+		} else if (ARG("--s3fifo-small")) {
+			O.lo.tuning.small_pct = (unsigned)parse_u64(a, val, 1, 90);
+			O.sim_only = 1;
+		} else if (ARG("--slru-protected")) {
+			O.lo.tuning.protected_pct = (unsigned)parse_u64(a, val, 1, 99);
+			O.sim_only = 1;
+		} else if (ARG("--s3fifo-promote")) {
+			O.lo.tuning.promote_loads = (unsigned)parse_u64(a, val, 1, 3);
+			O.sim_only = 1;
 		} else {
 			usage_error("unknown argument '%s'", argv[i]);
 		}
 #undef FLAG
 #undef ARG
 	}
+	if (O.sim_only && !O.simulate)
+		usage_error("--seeds, --budgets, --s3fifo-small, --s3fifo-promote "
+			    "and --slru-protected belong to --simulate");
+	if (O.simulate) {
+		if (O.dir || O.lo.duration || O.lo.capacity || O.lo.pid)
+			usage_error("--simulate uses no files, no time and no "
+				    "process: no --dir, --duration, --capacity or --pid");
+		O.lo.blocks = O.blocks_given ? O.blocks : 0;
+		if (!O.blocks_given && !O.lo.requests)
+			O.lo.requests = 100000;
+		if (!O.scan_given)
+			O.lo.scan_pct = 20;
+		O.lo.block_size = O.block_size;
+		return;
+	}
 	if (!O.dir)
 		usage_error("--dir DIR is required");
 	if (O.life_only && !O.life)
 		usage_error("--duration, --capacity, --families, --zipf, --seed, "
-			    "--interval, --pid and --json belong to --life");
+			    "--interval, --pid, --json, --requests and --scan "
+			    "belong to --life");
 	if (O.life) {
 		O.lo.blocks = O.blocks_given ? O.blocks : 0;
-		if (!O.blocks_given && !O.lo.duration)
+		if (!O.blocks_given && !O.lo.requests && !O.lo.duration)
 			O.lo.duration = 60;
 		O.lo.threads = O.threads;
 		/* room for every block a request may have queued, pinned */
@@ -567,6 +651,10 @@ int main(int argc, char **argv)
 	uint64_t errors = 0;
 
 	parse_args(argc, argv);
+	if (O.simulate) {
+		life_simulate(&O.lo);
+		return 0;
+	}
 	if (O.life) {
 		if (!O.quiet && !O.lo.json)
 			printf("# kvtierfs-bench --life dir=%s block-size=%zu "

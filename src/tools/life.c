@@ -18,6 +18,15 @@
  * scheduler does.  With --capacity the stream keeps that many blocks and
  * unlinks the least recently used past it, as a server's evictor keeps
  * its tier's size.
+ *
+ * With --scan, that share of the requests are long documents read once:
+ * blocks of their own, never asked for again, the one-off scan that must
+ * not flush a cache's shared prefixes.
+ *
+ * --simulate plays the same stream (the same next_request, the same seed)
+ * with no file system at all, through the store's eviction policies
+ * (src/store/evict.c) at budgets below what the stream stores, and counts
+ * their hits: how each would serve the requests.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -42,6 +51,8 @@
 #define SUFFIX_MIN 1           /* blocks of a request's own part */
 #define SUFFIX_MAX 8
 #define CONTINUE_PCT 50        /* requests that continue a conversation */
+#define SCAN_MIN 32            /* blocks of a one-off document (--scan) */
+#define SCAN_MAX 96
 #define INFLIGHT_PER_THREAD 4  /* blocks queued or running per worker */
 #define HSUB 16                /* histogram buckets per power of two */
 #define HBUCKETS (64 * HSUB)
@@ -368,6 +379,16 @@ static unsigned next_request(struct life *s, uint64_t *chain)
 	unsigned own = (unsigned)g_rand_int_range(s->rand, SUFFIX_MIN, SUFFIX_MAX + 1);
 	unsigned n = 0;
 
+	if (L->scan_pct && g_rand_int_range(s->rand, 0, 100) < (gint32)L->scan_pct) {
+		/* keys of its own: a root no other request has */
+		uint64_t k = bio_mix64(~L->seed ^ bio_mix64(s->requests));
+
+		n = (unsigned)g_rand_int_range(s->rand, SCAN_MIN, SCAN_MAX + 1);
+		for (unsigned i = 0; i < n; i++)
+			chain[i] = k = chain_next(k, i);
+		s->new_blocks += n;
+		return n;
+	}
 	if (fm->conv_len && fm->conv_len + own <= MAX_CHAIN &&
 	    g_rand_int_range(s->rand, 0, 100) < CONTINUE_PCT) {
 		n = fm->conv_len;
@@ -519,9 +540,9 @@ static void serve(struct life *s)
 	s->requests++;
 }
 
-static void setup(struct life *s)
+/* The generator's state, as at the start of a stream of L->seed. */
+static void stream_setup(struct life *s)
 {
-	GError *err = NULL;
 	double sum = 0;
 	guint32 seed[2] = { (guint32)L->seed, (guint32)(L->seed >> 32) };
 
@@ -536,6 +557,27 @@ static void setup(struct life *s)
 	}
 	for (unsigned f = 0; f < L->families; f++)
 		s->zipf_cdf[f] /= sum;
+}
+
+static void stream_free(struct life *s)
+{
+	g_free(s->fam);
+	g_free(s->zipf_cdf);
+	g_rand_free(s->rand);
+}
+
+/* Whether the stream has reached --blocks or --requests. */
+static bool stream_done(const struct life *s)
+{
+	return (L->blocks && s->new_blocks >= L->blocks) ||
+	       (L->requests && s->requests >= L->requests);
+}
+
+static void setup(struct life *s)
+{
+	GError *err = NULL;
+
+	stream_setup(s);
 	s->series = g_array_new(FALSE, TRUE, sizeof(struct sample));
 	g_pending = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	g_kept = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
@@ -619,7 +661,7 @@ uint64_t life_run(const struct life_opts *o)
 		bio_odirect_probe();
 	s.t0 = g_get_monotonic_time();
 	s.next_report = s.t0 + (gint64)(L->interval * 1e6);
-	while ((!L->blocks || s.new_blocks < L->blocks) &&
+	while (!stream_done(&s) &&
 	       (L->duration <= 0 || secs_since(s.t0) < L->duration)) {
 		serve(&s);
 		if (g_get_monotonic_time() >= s.next_report)
@@ -636,8 +678,242 @@ uint64_t life_run(const struct life_opts *o)
 	g_hash_table_destroy(g_pending);
 	g_queue_init(&g_lru);
 	g_hash_table_destroy(g_kept);
-	g_free(s.fam);
-	g_free(s.zipf_cdf);
-	g_rand_free(s.rand);
+	stream_free(&s);
 	return all_errors();
+}
+
+/* ------------------------------------------------------------------ */
+/* --simulate                                                         */
+
+/* LRU first: the others' hits are given as a ratio to its. */
+static const enum kvt_evict_policy sim_policy[] = {
+	KVT_EVICT_LRU, KVT_EVICT_S3FIFO, KVT_EVICT_SLRU, KVT_EVICT_S3FIFO_ADAPTIVE,
+};
+#define SIM_POLICIES G_N_ELEMENTS(sim_policy)
+
+/* One stream through one index: a request's blocks are looked up in
+ * order until the first miss (the hits are loads, a use each), and the
+ * missing ones after it are stored, evicting down to the budget after
+ * each store, as a tier that never exceeds it does.  A block found after
+ * the first miss is no hit (a server cannot use it) and no use. */
+struct sim_play {
+	uint64_t requests, asked, hits, evicted;
+};
+
+static struct sim_play sim_play(enum kvt_evict_policy policy, uint64_t budget)
+{
+	struct kvt_evict *e = kvt_evict_new(policy, &L->tuning);
+	GArray *victims = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+	struct sim_play p = { 0 };
+	struct life s = { 0 };
+	uint64_t chain[MAX_CHAIN];
+
+	stream_setup(&s);
+	while (!stream_done(&s)) {
+		unsigned n = next_request(&s, chain), hits = 0;
+
+		while (hits < n && kvt_evict_touch(e, chain[hits]))
+			hits++;
+		for (unsigned i = hits; i < n; i++) {
+			if (kvt_evict_contains(e, chain[i]))
+				continue;
+			kvt_evict_insert(e, chain[i], L->block_size);
+			if (kvt_evict_bytes(e) > budget) {
+				kvt_evict_choose(e, kvt_evict_bytes(e) - budget, victims);
+				p.evicted += victims->len;
+				g_array_set_size(victims, 0);
+			}
+		}
+		p.asked += n;
+		p.hits += hits;
+		s.requests++;
+	}
+	p.requests = s.requests;
+	stream_free(&s);
+	g_array_free(victims, TRUE);
+	kvt_evict_free(e);
+	return p;
+}
+
+/* The blocks the stream stores with room for all: its distinct keys. */
+static uint64_t sim_stored_blocks(void)
+{
+	struct life s = { 0 };
+	uint64_t chain[MAX_CHAIN], n;
+
+	stream_setup(&s);
+	while (!stream_done(&s)) {
+		next_request(&s, chain);
+		s.requests++;
+	}
+	n = s.new_blocks;
+	stream_free(&s);
+	return n;
+}
+
+struct sim_row {
+	unsigned scan_pct, fraction;
+	uint64_t seed, requests, asked, stored, budget_blocks;
+	double unbounded;               /* the hit rate with room for every block */
+	double hit[SIM_POLICIES];
+	double ratio[SIM_POLICIES];     /* hits / LRU's */
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of n values (n >= 1), and their least and largest. */
+static double median_of(double *v, unsigned n, double *lo, double *hi)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	*lo = v[0];
+	*hi = v[n - 1];
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void sim_print_row(const struct sim_row *r, bool first)
+{
+	if (L->json)
+		printf("%s\n   {\"scan_pct\": %u, \"budget\": \"1/%u\", \"seed\": %" PRIu64
+		       ", \"requests\": %" PRIu64 ", \"asked\": %" PRIu64
+		       ", \"stored_blocks\": %" PRIu64 ", \"budget_blocks\": %" PRIu64
+		       ", \"unbounded_hit\": %.5f", first ? "" : ",", r->scan_pct,
+		       r->fraction, r->seed, r->requests, r->asked, r->stored,
+		       r->budget_blocks, r->unbounded);
+	else
+		printf("simulate: scan=%u%% budget=1/%u seed=%" PRIu64 " requests=%"
+		       PRIu64 " asked=%" PRIu64 " stored_blocks=%" PRIu64
+		       " budget_blocks=%" PRIu64 " unbounded_hit=%.4f", r->scan_pct,
+		       r->fraction, r->seed, r->requests, r->asked, r->stored,
+		       r->budget_blocks, r->unbounded);
+	for (unsigned p = 0; p < SIM_POLICIES; p++) {
+		const char *name = kvt_evict_policy_name(sim_policy[p]);
+
+		if (L->json)
+			printf(", \"%s_hit\": %.5f", name, r->hit[p]);
+		else
+			printf(" %s_hit=%.4f", name, r->hit[p]);
+		if (p && L->json)
+			printf(", \"%s_ratio\": %.6f", name, r->ratio[p]);
+		else if (p)
+			printf(" %s_ratio=%.6f", name, r->ratio[p]);
+	}
+	fputs(L->json ? "}" : "\n", stdout);
+}
+
+/* @what of one policy: the median over the seeds, the least, the largest. */
+static void sim_print_spread(const char *name, const char *what, double *v,
+			     unsigned n)
+{
+	double lo, hi, m = median_of(v, n, &lo, &hi);
+	/* a ratio a hair under 1 must not print as 1 */
+	int digits = strcmp(what, "ratio") ? 4 : 6;
+
+	if (L->json)
+		printf(", \"%s_%s\": %.6f, \"%s_%s_min\": %.6f, \"%s_%s_max\": %.6f",
+		       name, what, m, name, what, lo, name, what, hi);
+	else
+		printf(" %s_%s=%.*f (%.*f-%.*f)", name, what, digits, m, digits, lo,
+		       digits, hi);
+}
+
+/* The medians over the seeds of one scan and budget; @rows: the seeds'
+ * rows, @stride apart. */
+static void sim_print_median(const struct sim_row *rows, unsigned stride,
+			     unsigned seeds, bool first)
+{
+	g_autofree double *v = g_new(double, seeds);
+
+	if (L->json)
+		printf("%s\n   {\"scan_pct\": %u, \"budget\": \"1/%u\", \"seeds\": %u",
+		       first ? "" : ",", rows->scan_pct, rows->fraction, seeds);
+	else
+		printf("simulate-median: scan=%u%% budget=1/%u seeds=%u",
+		       rows->scan_pct, rows->fraction, seeds);
+	for (unsigned sd = 0; sd < seeds; sd++)
+		v[sd] = rows[sd * stride].unbounded;
+	sim_print_spread("unbounded", "hit", v, seeds);
+	for (unsigned p = 0; p < SIM_POLICIES; p++) {
+		const char *name = kvt_evict_policy_name(sim_policy[p]);
+
+		for (unsigned sd = 0; sd < seeds; sd++)
+			v[sd] = rows[sd * stride].hit[p];
+		sim_print_spread(name, "hit", v, seeds);
+		if (!p)
+			continue;
+		for (unsigned sd = 0; sd < seeds; sd++)
+			v[sd] = rows[sd * stride].ratio[p];
+		sim_print_spread(name, "ratio", v, seeds);
+	}
+	fputs(L->json ? "}" : "\n", stdout);
+}
+
+void life_simulate(const struct life_opts *o)
+{
+	unsigned scans[2] = { 0, o->scan_pct }, n_scans = o->scan_pct ? 2 : 1;
+	unsigned nb = o->n_budgets, n_rows = n_scans * o->seeds * nb, k = 0;
+	struct sim_row *rows = g_new0(struct sim_row, n_rows);
+	struct life_opts one = *o;
+	gint64 t0 = g_get_monotonic_time();
+
+	L = &one;
+	if (L->json)
+		printf("{\"simulate\": {\"families\": %u, \"zipf\": %g, \"seed\": %" PRIu64
+		       ", \"seeds\": %u, \"block_size\": %" PRIu64 ", \"hits_of\": "
+		       "\"blocks\", \"s3fifo_small_pct\": %u, \"s3fifo_promote_loads\": %u, "
+		       "\"slru_protected_pct\": %u,\n  \"runs\": [", o->families, o->zipf,
+		       o->seed, o->seeds, o->block_size,
+		       o->tuning.small_pct ? o->tuning.small_pct : 10,
+		       o->tuning.promote_loads ? o->tuning.promote_loads : 1,
+		       o->tuning.protected_pct ? o->tuning.protected_pct : 80);
+	for (unsigned sc = 0; sc < n_scans; sc++) {
+		for (unsigned sd = 0; sd < o->seeds; sd++) {
+			struct sim_play all;
+			uint64_t stored;
+
+			one.scan_pct = scans[sc];
+			one.seed = o->seed + sd;
+			stored = sim_stored_blocks();
+			all = sim_play(KVT_EVICT_LRU, UINT64_MAX);
+			for (unsigned b = 0; b < nb; b++) {
+				struct sim_row *r = &rows[k];
+
+				r->scan_pct = scans[sc];
+				r->fraction = o->budgets[b];
+				r->seed = one.seed;
+				r->stored = stored;
+				r->requests = all.requests;
+				r->asked = all.asked;
+				r->unbounded = all.asked ? (double)all.hits / (double)all.asked : 0;
+				r->budget_blocks = stored / o->budgets[b];
+				for (unsigned p = 0; p < SIM_POLICIES; p++) {
+					struct sim_play x = sim_play(sim_policy[p],
+								     r->budget_blocks * L->block_size);
+
+					r->hit[p] = x.asked ? (double)x.hits / (double)x.asked : 0;
+					r->ratio[p] = r->hit[0] > 0 ? r->hit[p] / r->hit[0] : 0;
+				}
+				sim_print_row(r, k == 0);
+				k++;
+				fflush(stdout);
+			}
+		}
+	}
+	if (L->json)
+		printf("\n  ],\n  \"medians\": [");
+	for (unsigned sc = 0; sc < n_scans; sc++)
+		for (unsigned b = 0; b < nb; b++)
+			sim_print_median(&rows[sc * o->seeds * nb + b], nb, o->seeds,
+					 sc + b == 0);
+	if (L->json)
+		printf("\n  ],\n  \"secs\": %.3f}}\n", secs_since(t0));
+	else
+		printf("simulate: secs=%.3f hits counted in blocks (one size: the "
+		       "same in bytes)\n", secs_since(t0));
+	fflush(stdout);
+	g_free(rows);
 }
