@@ -19,9 +19,9 @@ export KVTIERFS_BENCH
 kvt_require_root
 [ -x "$KVTIERFS_BENCH" ] || bail "kvtierfs-bench is not built: $KVTIERFS_BENCH"
 if [ "${KVT_STRESS:-0}" = 1 ]; then
-	plan 27
+	plan 29
 else
-	plan 24
+	plan 26
 fi
 kvt_setup
 
@@ -37,6 +37,32 @@ life() {
 field() {
 	grep '^life: ' "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }'
 }
+
+# --- --simulate: the stream through the eviction policies, no files -------------
+life "$T/sim.json" --simulate --requests 3000 --seeds 1 --scan 20 --json
+st=$?
+python3 - "$T/sim.json" <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["simulate"]["runs"]
+assert len(runs) == 4, runs
+for r in runs:
+    for p in ("lru", "s3fifo", "slru", "s3fifo_adaptive"):
+        h = r[p + "_hit"]
+        assert 0 < h <= r["unbounded_hit"] + 1e-9 <= 1, (p, r)
+        if p != "lru":
+            assert abs(r[p + "_ratio"] - h / r["lru_hit"]) < 1e-3, (p, r)
+    assert r["budget_blocks"] * {"1/2": 2, "1/4": 4}[r["budget"]] in \
+        (r["stored_blocks"], r["stored_blocks"] + 1, r["stored_blocks"] + 2, r["stored_blocks"] + 3), r
+PY
+py=$?
+[ "$st" = 0 ] && [ "$py" = 0 ]
+ok $? "--simulate --json: 4 runs (2 budgets, with and without a scan), each policy's hits at most the unbounded's, ratios against the LRU's" ||
+	diag_file "$T/sim.json.err" 5
+# A one-off scan costs the LRU hits that S3-FIFO keeps (budget 1/4).
+life "$T/sim.out" --simulate --requests 3000 --seeds 1 --scan 20 --budgets 4
+r=$(grep '^simulate-median: scan=20%' "$T/sim.out" | tr ' ' '\n' | awk -F= '$1 == "s3fifo_ratio" { print $2 }')
+kvt_num_cmp "$r" -gt 1
+ok $? "with a 20% scan at a quarter of the bytes, S3-FIFO keeps more hits than the LRU (ratio $r)"
 
 # --- plain directory ----------------------------------------------------------
 mkdir "$T/p1" "$T/p2" "$T/p3"
