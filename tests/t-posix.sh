@@ -8,7 +8,7 @@
 # kvt-kind: clients
 . "$(dirname "$0")/lib.sh"
 kvt_require_root
-plan 41
+plan 42
 kvt_setup
 kvt_mount
 M=$MNT
@@ -85,6 +85,14 @@ pl 'put("t", "0123456789"); truncate("t", 4) or exit 1; my $a = get("t");
 	print "# after truncate to 4: \"$a\", then to 8: \"$b\"\n";
 	exit(!($a eq "0123" && $b eq "0123\\0\\0\\0\\0"))'
 ok $? "truncate shortens, and extends with zeros"
+# Past what the lower file system takes: its EFBIG, the file as it was,
+# before any bound of kvtierfs (max_staged's EDQUOT), and no lower error
+# logged: the caller's mistake (pjdfstest truncate/12, ftruncate/12).
+pl 'use Errno; put("big", "0123"); my $r = truncate("big", 999999999999999999);
+	my $e = $!; print "# truncate: ", ($r ? "done" : "$e"), "\n";
+	exit(!(!$r && $!{EFBIG} && get("big") eq "0123"))' &&
+	! grep -q 'lower file system: truncate' "$T/daemon.log"
+ok $? "a truncate past the lower file system's largest file: EFBIG, the file unchanged, no lower error logged"
 # A truncate by path right after the close of the file's writer: the
 # kernel sends that writer's RELEASE after close() returned, so the
 # truncate may come while the file still counts a writer whose version

@@ -478,6 +478,7 @@ int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 {
 	struct kvt_stage *st = NULL;
 	bool publish, ref_inode = false, joined = false, orphan = false;
+	uint64_t was;
 	int ret;
 
 	if (!wstage) {
@@ -507,9 +508,16 @@ int kvt_version_set_size(struct kvt_fs *fs, struct kvt_inode *ino, off_t size,
 		ret = kvt_version_for_write(fs, ino, uid, wstage, &st, &joined);
 		if (ret < 0)
 			return ret;
-		ret = kvt_bounds_stage_grow(fs, st, size);
-		if (ret == 0)
-			ret = kvt_stage_truncate(st, size);
+		/* The truncate first: one past what the lower file system
+		 * takes is its EFBIG, not a bound's EDQUOT; then the charge,
+		 * undone with it if over the bound. */
+		was = kvt_stage_size(st);
+		ret = kvt_stage_truncate(st, size);
+		if (ret == 0 && (uint64_t)size > was) {
+			ret = kvt_bounds_stage_grow(fs, st, size);
+			if (ret < 0)
+				kvt_stage_truncate(st, was);
+		}
 		orphan = __atomic_load_n(&st->orphan, __ATOMIC_ACQUIRE);
 		kvt_version_put(st);
 		if (ret < 0)

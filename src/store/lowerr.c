@@ -32,7 +32,7 @@ bool kvt_lower_is_failure(int err)
 	case ENOENT: case EEXIST: case ENOTEMPTY: case ENOTDIR: case EISDIR:
 	case ELOOP: case ENXIO: case EXDEV: case EINVAL: case ENAMETOOLONG:
 	case ENODATA: case ERANGE: case E2BIG: case EOPNOTSUPP: case EPERM:
-	case EACCES: case EBADMSG: case EMLINK:
+	case EACCES: case EBADMSG: case EMLINK: case EFBIG:
 		return false;
 	default:
 		return true;
