@@ -23,6 +23,7 @@
 #include "options.h"
 #include "receive.h"
 #include "reclaim.h"
+#include "scrub.h"
 #include "service.h"
 #include "share.h"
 #include "stage.h"
@@ -276,6 +277,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 		 const char *lower)
 {
 	struct kvt_reclaimer *reclaimer = NULL;
+	struct kvt_scrubber *scrubber = NULL;
 	struct kvt_share_watch *share = NULL;
 	struct kvt_hup_thread hup = { 0 };
 	struct kvt_guard *guard;
@@ -351,6 +353,9 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 		reclaimer = kvt_reclaimer_new(fs->store, &ro);
 		kvt_reclaimer_start(reclaimer, o->reclaim_interval);
 	}
+	if (o->scrub)
+		scrubber = kvt_scrubber_start(fs->store, fs->verifier, (uint64_t)o->scrub << 20,
+					      o->scrub_interval);
 	kvt_notify_systemd("READY=1\nSTATUS=serving");
 
 	/* libfuse 3.14 keeps idle threads by default (max_idle_threads -1):
@@ -371,6 +376,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	}
 	kvt_notify_systemd("STOPPING=1");
 	kvt_reclaimer_free(reclaimer);
+	kvt_scrubber_free(scrubber);
 	kvt_share_watch_stop(share);
 	/* What is still queued for the kernel goes before it is gone. */
 	kvt_notifier_free(g_steal_pointer(&fs->notifier));

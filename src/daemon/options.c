@@ -40,6 +40,8 @@ enum value_key {
 	KEY_SYNC,
 	KEY_RECLAIM,
 	KEY_RECLAIM_INTERVAL,
+	KEY_SCRUB,
+	KEY_SCRUB_INTERVAL,
 	KEY_LOG_LEVEL,
 	KEY_LOG_FILE,
 	N_VALUE_KEYS
@@ -178,6 +180,14 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		"reclaim_interval", SECONDS, FIELD(reclaim_interval), 0, 86400, 60,
 		.metavar = "SEC", .help = "seconds between reclamation passes",
 	},
+	[KEY_SCRUB] = {
+		"scrub", COUNT, FIELD(scrub), 0, 1048576, 0,
+		.metavar = "MIB", .help = "scrub: MiB of objects hashed a second, 0 off",
+	},
+	[KEY_SCRUB_INTERVAL] = {
+		"scrub_interval", SECONDS, FIELD(scrub_interval), 0, 2592000, 86400,
+		.metavar = "SEC", .help = "seconds between scrub passes",
+	},
 	[KEY_LOG_LEVEL] = {
 		"log_level", CHOICE, FIELD(log_level), .dflt = KVT_LOG_INFO,
 		.choices = log_levels,
@@ -225,6 +235,8 @@ static const struct fuse_opt kvt_opts[] = {
 	VALUE("sync", KEY_SYNC),
 	VALUE("reclaim", KEY_RECLAIM),
 	VALUE("reclaim_interval", KEY_RECLAIM_INTERVAL),
+	VALUE("scrub", KEY_SCRUB),
+	VALUE("scrub_interval", KEY_SCRUB_INTERVAL),
 	VALUE("log_level", KEY_LOG_LEVEL),
 	VALUE("log_file", KEY_LOG_FILE),
 	/* libfuse's: noted, and kept for it */

@@ -49,6 +49,10 @@ static const struct {
 	{ "reclaim_passes", "removals", "Orphan reclamation passes that swept" },
 	{ "reclaim_aborted", "removals", "Orphan reclamation passes stopped before sweeping" },
 	{ "reclaim_deferred", "removals", "Orphan reclamation passes left to the mount that reclaims" },
+	{ "scrub_objects", "torn", "Objects the scrub hashed" },
+	{ "scrub_bytes", "torn", "Bytes the scrub hashed" },
+	{ "scrub_rotten", "torn", "Objects the scrub found rotten, removed" },
+	{ "scrub_passes", "torn", "Scrub passes over the whole store" },
 	{ "lower_errors", "other", "Failures of the lower file system (EIO, ESTALE, ENOSPC, ...)" },
 };
 static const char *const groups[] = { "lookups", "stores", "loads", "torn", "removals", "other" };

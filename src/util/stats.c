@@ -18,6 +18,9 @@ static const bool tells_content[KVT_STAT_COUNT] = {
 	[KVT_STAT_bytes_stored] = true,
 	[KVT_STAT_orphans_reclaimed] = true,
 	[KVT_STAT_orphan_bytes_reclaimed] = true,
+	/* how many distinct objects there are, as objects does */
+	[KVT_STAT_scrub_objects] = true,
+	[KVT_STAT_scrub_bytes] = true,
 };
 
 static GString *format(const struct kvt_stats *s, bool content)

@@ -31,6 +31,10 @@
 	X(reclaim_passes) /* reclamation passes that swept */                \
 	X(reclaim_aborted) /* ... that stopped before sweeping */            \
 	X(reclaim_deferred) /* ... not made: another mount reclaims */      \
+	X(scrub_objects) /* objects the scrub hashed (scrub.h) */           \
+	X(scrub_bytes) /* ... their bytes */                                 \
+	X(scrub_rotten) /* ... that no longer hashed to their name: removed */ \
+	X(scrub_passes) /* scrub passes over the whole store */             \
 	X(lower_errors) /* failures of the lower file system (lowerr.h) */
 
 enum kvt_stat {

@@ -1,0 +1,82 @@
+#!/bin/bash
+# The scrub (-o scrub=MIB) finds an object that rotted on the lower disk
+# before any client asks for it: its links go, one log line says so, the
+# counters move, and a load of the name that used it answers ENOENT or
+# EIO, never the rotten bytes; the other names read as they were.  A
+# scrub stopped by an unmount resumes where it was at the next mount.
+# Without -o scrub (the build before it), the rotten object stays on the
+# lower disk and nothing is said.
+# kvt-kind: mount
+. "$(dirname "$0")/lib.sh"
+
+kvt_require_root
+plan 17
+kvt_setup
+
+stats() { kvt_run getfattr --absolute-names --only-values -n user.kvtierfs.stats "$MNT"; }
+counter() { stats | awk -v n="$1" '$1 == n { print $2 }'; }
+# wait_log PATTERN: until the daemon's log has a line matching PATTERN
+# (30 s at most): follows the log, no polling.
+wait_log() {
+	grep -q -m 1 -- "$1" < <(exec timeout 30 tail -n +1 -F "$T/daemon.log" 2>/dev/null)
+}
+
+kvt_mount
+for i in $(seq 1 8); do
+	head -c 1048576 /dev/urandom >"$T/b$i" && cp "$T/b$i" "$MNT/b$i.bin" || bail "store failed"
+done
+for i in $(seq 1 8); do cmp -s "$T/b$i" "$MNT/b$i.bin" || bail "read back failed"; done
+obj=$(kvt_run getfattr --absolute-names --only-values -n user.kvtierfs.object "$MNT/b3.bin")
+[ -n "$obj" ] && [ -f "$LOWER/$obj" ]
+ok $? "8 blocks stored and read back; b3's object is $obj"
+kvt_umount
+
+# Rot: one byte of b3's object changed below, the store not mounted.
+python3 - "$LOWER/$obj" <<'PY' || bail "cannot change the object"
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(1000)
+    b = f.read(1)
+    f.seek(1000)
+    f.write(bytes([b[0] ^ 0x40]))
+PY
+kvt_mount scrub=64,scrub_interval=3600
+wait_log "scrub: objects/.*no longer hash to its name: removed with its 2 links"
+ok $? "the scrub finds the rotten object, no client asking, and says so in one line" ||
+	diag_file "$T/daemon.log" 10
+wait_log "scrub: a pass over the store"
+rotten=$(counter scrub_rotten) objects=$(counter scrub_objects) passes=$(counter scrub_passes)
+[ "$rotten" = 1 ] && [ "$objects" = 8 ] && kvt_num_cmp "$passes" -ge 1
+ok $? "counters: scrub_rotten $rotten, scrub_objects $objects (8 distinct), scrub_passes $passes"
+[ ! -e "$LOWER/$obj" ]
+ok $? "its links are gone from the lower disk"
+o=$(kvt_run cat "$MNT/b3.bin" 2>&1 >"$T/got")
+rc=$?
+[ "$rc" != 0 ] && [[ "$o" == *"No such file"* || "$o" == *"Input/output error"* ]] &&
+	! cmp -s "$T/got" "$T/b3"
+ok $? "a load of b3 answers ENOENT or EIO, never bytes (exit $rc: $o)"
+[ ! -e "$MNT/b3.bin" ]
+ok $? "and b3 is gone (access ENOENT)"
+bad=0
+for i in 1 2 4 5 6 7 8; do cmp -s "$T/b$i" "$MNT/b$i.bin" || bad=$((bad + 1)); done
+[ "$bad" = 0 ]
+ok $? "the 7 other blocks read as they were ($bad differ)"
+kvt_umount
+
+# Resume: a slow scrub (1 MiB/s over 7 MiB) stopped after its first
+# objects resumes at the fan-out directory where it was.
+kvt_mount scrub=1,scrub_interval=3600
+n=0
+for _ in $(seq 1 300); do
+	n=$(counter scrub_objects)
+	[ "${n:-0}" -ge 2 ] && break
+	sleep 0.1
+done
+kvt_umount
+at=$(getfattr --absolute-names --only-values -n user.kvtierfs.scrub "$LOWER/objects" 2>/dev/null)
+kvt_num_cmp "$at" -gt 0
+ok $? "an unmount during a pass ($n objects hashed) leaves where it was: objects/ says $at"
+kvt_mount scrub=1,scrub_interval=3600
+grep -q "scrub: resumes at objects/$(printf %02x "${at:-0}")" "$T/daemon.log"
+ok $? "the next mount resumes there, and says so" || diag_file "$T/daemon.log" 5
+kvt_umount
