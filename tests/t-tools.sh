@@ -86,7 +86,7 @@ diag_file "$T/getfattr-root.out"
 stats=$(kvt_run getfattr --only-values -n user.kvtierfs.stats "$MNT")
 missing=()
 for c in lookups hits misses stores dedups loads verified torn_size torn_hash \
-	short_reads purges bytes_in bytes_out evictions objects bytes_stored; do
+	short_reads purges bytes_in bytes_out unlinks objects bytes_stored; do
 	grep -Eq "^$c [0-9]+\$" <<<"$stats" || missing+=("$c")
 done
 [ ${#missing[@]} = 0 ]

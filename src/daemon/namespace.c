@@ -267,7 +267,7 @@ void kvt_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (ret == 0) {
 		ret = S_ISDIR(st.st_mode) ? -EISDIR : kvt_name_remove(fs->store, pd, name);
 		if (ret == 0)
-			kvt_stat_add(&fs->stats, KVT_STAT_evictions, 1);
+			kvt_stat_add(&fs->stats, KVT_STAT_unlinks, 1);
 	} else if (local) {
 		ret = 0;
 	}

@@ -43,7 +43,7 @@ static const struct {
 	{ "torn_size", "torn", "Objects missing or of the wrong size" },
 	{ "torn_hash", "torn", "Objects whose bytes do not match their hash" },
 	{ "short_reads", "torn", "Reads that found fewer bytes than recorded" },
-	{ "evictions", "removals", "Published names removed by clients (unlink)" },
+	{ "unlinks", "removals", "Published names removed by clients (unlink)" },
 	{ "orphans_reclaimed", "removals", "Object links no record used, removed" },
 	{ "orphan_bytes_reclaimed", "removals", "Bytes of the orphan objects removed" },
 	{ "reclaim_passes", "removals", "Orphan reclamation passes that swept" },

@@ -23,7 +23,7 @@
 	X(bytes_in)    /* bytes written by clients */                        \
 	X(bytes_out)   /* bytes read by clients */                           \
 	X(aligned_writes) /* WRITEs whose bytes arrived page-aligned */      \
-	X(evictions)   /* published names removed by clients (unlink) */     \
+	X(unlinks)     /* published names removed by clients (unlink) */     \
 	X(objects)     /* new objects written by this mount */               \
 	X(bytes_stored) /* bytes of those objects */                         \
 	X(orphans_reclaimed) /* object links no record used, removed */      \
