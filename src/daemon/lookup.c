@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "resolve.h"
+#include "usage.h"
 
 void kvt_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
@@ -84,6 +85,23 @@ void kvt_op_getattr(fuse_req_t req, fuse_ino_t n, struct fuse_file_info *fi)
  * that finds one under way waits for it briefly, then answers the last
  * figures the lower disk gave.  Only the thread that went down stalls.
  */
+/* With a budget (usage.h), the file system's size is the budget and its
+ * use the tier's, so that df and an evictor that watches statfs (llm-d's)
+ * see the tier's own limit; never more free space than the lower file
+ * system has. */
+static void show_budget(struct kvt_fs *fs, struct statvfs *sv)
+{
+	uint64_t budget = kvt_usage_budget(fs->store), used, free_blocks;
+	unsigned long bs = sv->f_frsize ? sv->f_frsize : sv->f_bsize;
+
+	if (!budget || !bs || !kvt_usage_get(fs->store, &used))
+		return;
+	sv->f_blocks = budget / bs;
+	free_blocks = used < budget ? (budget - used) / bs : 0;
+	sv->f_bfree = MIN(free_blocks, (uint64_t)sv->f_bfree);
+	sv->f_bavail = MIN(free_blocks, (uint64_t)sv->f_bavail);
+}
+
 void kvt_op_statfs(fuse_req_t req, fuse_ino_t n)
 {
 	struct kvt_fs *fs = kvt_fs_of(req);
@@ -105,6 +123,8 @@ void kvt_op_statfs(fuse_req_t req, fuse_ino_t n)
 	g_mutex_unlock(&fs->statfs_lock);
 
 	ret = kvt_dir_statvfs(kvt_store_names(fs->store), &sv);
+	if (ret == 0)
+		show_budget(fs, &sv);
 
 	g_mutex_lock(&fs->statfs_lock);
 	fs->statfs_busy = false;

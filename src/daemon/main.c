@@ -24,6 +24,7 @@
 #include "receive.h"
 #include "reclaim.h"
 #include "scrub.h"
+#include "usage.h"
 #include "service.h"
 #include "share.h"
 #include "stage.h"
@@ -353,6 +354,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 		reclaimer = kvt_reclaimer_new(fs->store, &ro);
 		kvt_reclaimer_start(reclaimer, o->reclaim_interval);
 	}
+	kvt_usage_start(fs->store, (uint64_t)o->max_size, (unsigned)o->min_free);
 	if (o->scrub)
 		scrubber = kvt_scrubber_start(fs->store, fs->verifier, (uint64_t)o->scrub << 20,
 					      o->scrub_interval);

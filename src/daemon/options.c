@@ -42,6 +42,8 @@ enum value_key {
 	KEY_RECLAIM_INTERVAL,
 	KEY_SCRUB,
 	KEY_SCRUB_INTERVAL,
+	KEY_MAX_SIZE,
+	KEY_MIN_FREE,
 	KEY_LOG_LEVEL,
 	KEY_LOG_FILE,
 	N_VALUE_KEYS
@@ -50,6 +52,7 @@ enum value_key {
 enum value_kind {
 	COUNT,		/* a whole number in [min, max], into an int */
 	SECONDS,	/* a decimal number in [min, max], into a double */
+	SIZE,		/* bytes, K, M, G or T (powers of 1024) after, into a double */
 	WORD,		/* words[0] or words[1], into a bool: true for words[1] */
 	FLAG,		/* the bare name, into a bool: true */
 	TEXT,		/* text without '/', into a malloc'd char * */
@@ -180,6 +183,15 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		"reclaim_interval", SECONDS, FIELD(reclaim_interval), 0, 86400, 60,
 		.metavar = "SEC", .help = "seconds between reclamation passes",
 	},
+	[KEY_MAX_SIZE] = {
+		"max_size", SIZE, FIELD(max_size), 0, 1125899906842624.0 * 1024, 0, "none",
+		.what = "a size: bytes, or a number with K, M, G or T after it",
+		.metavar = "SIZE", .help = "the tier's budget: bytes of objects, ENOSPC past it",
+	},
+	[KEY_MIN_FREE] = {
+		"min_free", COUNT, FIELD(min_free), 0, 99, 0,
+		.metavar = "PERCENT", .help = "of the lower file system kept free, ENOSPC past it",
+	},
 	[KEY_SCRUB] = {
 		"scrub", COUNT, FIELD(scrub), 0, 1048576, 0,
 		.metavar = "MIB", .help = "scrub: MiB of objects hashed a second, 0 off",
@@ -235,6 +247,8 @@ static const struct fuse_opt kvt_opts[] = {
 	VALUE("sync", KEY_SYNC),
 	VALUE("reclaim", KEY_RECLAIM),
 	VALUE("reclaim_interval", KEY_RECLAIM_INTERVAL),
+	VALUE("max_size", KEY_MAX_SIZE),
+	VALUE("min_free", KEY_MIN_FREE),
 	VALUE("scrub", KEY_SCRUB),
 	VALUE("scrub_interval", KEY_SCRUB_INTERVAL),
 	VALUE("log_level", KEY_LOG_LEVEL),
@@ -310,6 +324,25 @@ static bool parse_seconds(const char *s, double min, double max, double *out)
 	return true;
 }
 
+/* Digits, then at most one of K, M, G, T (powers of 1024). */
+static bool parse_size(const char *s, double min, double max, double *out)
+{
+	static const char units[] = "KMGT";
+	size_t digits = strspn(s, "0123456789");
+	const char *u = s[digits] ? strchr(units, g_ascii_toupper(s[digits])) : NULL;
+	double v;
+
+	if (!digits || digits > 15 || (s[digits] && (!u || !*u || s[digits + 1])))
+		return false;
+	v = g_ascii_strtod(s, NULL);
+	for (const char *p = units; u && p <= u; p++)
+		v *= 1024;
+	if (v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
 static char *expects(const struct value_opt *v)
 {
 	if (v->what)
@@ -327,6 +360,7 @@ static char *expects(const struct value_opt *v)
 
 		return g_strdup_printf("one of %s", list);
 	}
+	case SIZE:
 	case FLAG:
 	case TEXT:
 	case PATH:
@@ -350,6 +384,10 @@ static void set_value(struct parse *p, const struct value_opt *v, const char *ar
 		break;
 	case SECONDS:
 		if (val && parse_seconds(val, v->min, v->max, field))
+			return;
+		break;
+	case SIZE:
+		if (val && parse_size(val, v->min, v->max, field))
 			return;
 		break;
 	case WORD:
@@ -462,13 +500,14 @@ static void help_value(const struct value_opt *v)
 	switch (v->kind) {
 	case COUNT:
 	case SECONDS:
+	case SIZE:
 		if (!v->what) {
 			g_autofree char *min = number(v, v->min);
 			g_autofree char *max = number(v, v->max);
 
 			range = g_strdup_printf("%s-%s, ", min, max);
 		}
-		if (v->dflt < v->min || v->dflt > v->max)
+		if (v->dflt < v->min || v->dflt > v->max || (v->kind == SIZE && !v->dflt))
 			dflt = g_strdup(v->dflt_text);
 		else
 			dflt = number(v, v->dflt);
@@ -525,6 +564,7 @@ static void set_defaults(struct kvt_options *o)
 			*(int *)field = (int)v->dflt;
 			break;
 		case SECONDS:
+		case SIZE:
 			*(double *)field = v->dflt;
 			break;
 		case WORD:
@@ -618,6 +658,13 @@ char *kvt_options_describe(const struct kvt_options *o)
 			else
 				g_string_append_printf(out, ",%s=%d", v->name,
 						       *(const int *)field);
+			break;
+		case SIZE:
+			x = *(const double *)field;
+			if (x <= 0)
+				g_string_append_printf(out, ",%s=%s", v->name, v->dflt_text);
+			else
+				g_string_append_printf(out, ",%s=%.0f", v->name, x);
 			break;
 		case SECONDS:
 			x = *(const double *)field;

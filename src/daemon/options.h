@@ -40,6 +40,8 @@ struct kvt_options {
 	bool sync;		/* sync: publications durable at once */
 	int reclaim;		/* lower entries a second; 0: off */
 	double reclaim_interval;
+	double max_size;	/* bytes of objects; 0: no budget */
+	int min_free;		/* % of the lower file system kept free */
 	int scrub;		/* MiB hashed a second; 0: off */
 	double scrub_interval;
 	int log_level;		/* enum kvt_log_level; -d: debug */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "store-int.h"
+#include "usage.h"
 
 void kvt_object_fanout(const kvt_hash *h, char out[3])
 {
@@ -133,6 +134,21 @@ static bool has_refs(struct kvt_dir *fan, const char *anchor)
 	return false;
 }
 
+/* Unlinks the object link @fan/@name; its bytes leave the usage when
+ * it was the inode's last link (usage.h; NFS, where a link count counts
+ * names a client keeps for open files, is put right by the next count). */
+static int unlink_counted(struct kvt_store *s, struct kvt_dir *fan, const char *name)
+{
+	struct stat st;
+	bool last = s->usage && kvt_dir_stat(fan, name, &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_nlink == 1;
+	int ret = kvt_dir_unlink(fan, name);
+
+	if (ret == 0 && last)
+		kvt_usage_move(s, -(int64_t)st.st_size);
+	return ret;
+}
+
 /* Removes @anchor if it is all that is left of its inode: nobody uses
  * these bytes.  Every link but the anchor is a reference, and every
  * removal of a reference (or making of an anchor, kvt_object_anchor) is
@@ -146,7 +162,7 @@ static void drop_lone_anchor(struct kvt_store *s, struct kvt_dir *fan, const cha
 
 	if (s->silly_renames ? !has_refs(fan, anchor) :
 	    kvt_dir_stat(fan, anchor, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1)
-		kvt_dir_unlink(fan, anchor);
+		unlink_counted(s, fan, anchor);
 }
 
 int kvt_object_release(struct kvt_store *s, const struct kvt_record *rec)
@@ -158,7 +174,7 @@ int kvt_object_release(struct kvt_store *s, const struct kvt_record *rec)
 
 	if (ret < 0)
 		return ret == -ENOENT ? 0 : ret;
-	ret = kvt_dir_unlink(fan, ref);
+	ret = unlink_counted(s, fan, ref);
 	drop_lone_anchor(s, fan, anchor);
 	return ret == -ENOENT ? 0 : ret;
 }
@@ -194,14 +210,14 @@ int kvt_object_purge(struct kvt_store *s, const struct kvt_record *rec, bool unl
 	 * reclamation once no record names it. */
 	if (unless_intact && intact(fan, ref, &rec->hash))
 		return 0;
-	ret = kvt_dir_unlink(fan, ref);
+	ret = unlink_counted(s, fan, ref);
 	if (ret == 0)
 		removed = 1;
 	else if (ret != -ENOENT)
 		return ret;
 	if (kvt_dir_stat(fan, anchor, &ast) == 0 && ast.st_ino == rst.st_ino &&
 	    ast.st_dev == rst.st_dev)
-		kvt_dir_unlink(fan, anchor);
+		unlink_counted(s, fan, anchor);
 	return removed;
 }
 
@@ -286,9 +302,12 @@ int kvt_object_make(struct kvt_store *s, const char *stage_name, int stage_fd, u
 	 * file is still the version's, and a failed record install leaves
 	 * it to be published again.  No anchor yet (kvt_object_anchor):
 	 * nobody can share an inode that still has the staged file's link. */
-	ret = kvt_dir_link(s->stage, stage_name, fan, ref);
+	ret = kvt_usage_room(s, size);
+	if (ret == 0)
+		ret = kvt_dir_link(s->stage, stage_name, fan, ref);
 	if (ret < 0)
 		return ret;
+	kvt_usage_move(s, (int64_t)size);
 	kvt_store_count(s, KVT_STAT_objects, 1);
 	kvt_store_count(s, KVT_STAT_bytes_stored, size);
 	return 0;
@@ -346,6 +365,8 @@ int kvt_object_unmake(struct kvt_store *s, const struct kvt_record *rec, bool de
 	ret = fanout_dir(s, &rec->hash, false, &fan);
 	if (ret == 0)
 		ret = kvt_dir_unlink(fan, ref);
+	if (ret == 0)
+		kvt_usage_move(s, -(int64_t)rec->size);
 	return ret;
 }
 

@@ -99,6 +99,7 @@
 #include "name.h"
 #include "object.h"
 #include "store-int.h"
+#include "usage.h"
 
 #define MAX_DEPTH 256
 #define BITS_PER_REF 10
@@ -497,6 +498,7 @@ static void reclaim_anchor(struct pass *p, struct kvt_dir *fan, const char *name
 		return;
 	p->res->reclaimed++;
 	p->res->bytes += st.st_size;
+	kvt_usage_move(p->s, -(int64_t)st.st_size);
 }
 
 /* Rule 5 for one link of @fan (objects/@dir); anchors whose inode lost a
@@ -528,9 +530,10 @@ static void sweep_link(struct pass *p, struct kvt_dir *fan, const char *dir,
 	if (kvt_dir_unlink(fan, name) < 0)
 		return;
 	p->res->reclaimed++;
-	if (st.st_nlink == 1)
+	if (st.st_nlink == 1) {
 		p->res->bytes += st.st_size;
-	else
+		kvt_usage_move(p->s, -(int64_t)st.st_size);
+	} else
 		g_hash_table_add(again, kvt_object_anchor_name(&h));
 }
 

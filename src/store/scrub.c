@@ -12,6 +12,7 @@
 #include "lower.h"
 #include "object.h"
 #include "store-int.h"
+#include "usage.h"
 #include "verify.h"
 
 /* Bytes hashed between two looks at the rate and at a stop. */
@@ -111,6 +112,7 @@ static int scrub_one(struct kvt_scrubber *sc, struct kvt_dir *fan, const char *d
 {
 	struct stat st;
 	kvt_hash want, got;
+	guint links;
 	bool is_ref;
 	kvt_autofd fd = -1;
 	int ret;
@@ -137,10 +139,12 @@ static int scrub_one(struct kvt_scrubber *sc, struct kvt_dir *fan, const char *d
 		return 0;
 	kvt_verifier_forget(sc->v, &want);
 	kvt_store_count(sc->s, KVT_STAT_scrub_rotten, 1);
+	links = remove_links(fan, ents, &want, st.st_ino);
+	if (links)
+		kvt_usage_move(sc->s, -(int64_t)st.st_size);
 	g_warning("scrub: objects/%s/%s: its %" G_GINT64_FORMAT " bytes no longer hash to its "
 		  "name: removed with its %u links; the names that used it are purged at "
-		  "their next lookup", dir, name, (gint64)st.st_size,
-		  remove_links(fan, ents, &want, st.st_ino));
+		  "their next lookup", dir, name, (gint64)st.st_size, links);
 	return 0;
 }
 

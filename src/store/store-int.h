@@ -27,6 +27,7 @@ struct kvt_store {
 	 * until its last close: a link count counts those (object.c). */
 	bool silly_renames;
 	struct kvt_stats *stats;
+	struct kvt_usage *usage; /* NULL: no budget (usage.h) */
 	/* objects/<ab>, opened as first used: a fixed number of fds. */
 	GMutex fanout_lock;
 	struct kvt_dir *fanout[KVT_FANOUT];

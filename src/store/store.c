@@ -5,6 +5,7 @@
  * exist: the top of reclaim.c). */
 #include "store.h"
 #include "store-int.h"
+#include "usage.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -224,6 +225,7 @@ void kvt_store_close(struct kvt_store *s)
 {
 	if (!s)
 		return;
+	kvt_usage_stop(s);
 	if (s->lockfd >= 0) {
 		/* Our own lock is held through another file description:
 		 * let go of it first, or the removal would find it busy. */

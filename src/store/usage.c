@@ -1,0 +1,227 @@
+/* The tier's usage and its budget (usage.h). */
+#include "usage.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <sys/statvfs.h>
+
+#include "log.h"
+#include "lower.h"
+#include "store-int.h"
+
+#define LOG_EVERY_US (10 * G_USEC_PER_SEC)
+/* How long a look at the lower file system's free space is used. */
+#define STATVFS_AGE_US G_USEC_PER_SEC
+
+struct kvt_usage {
+	uint64_t max_bytes;
+	unsigned min_free_pct;
+	gint64 moves;       /* atomic: every move since the open */
+	gint64 base;        /* atomic: the last count, less the moves before it */
+	gint known;         /* atomic: a count ended */
+	GThread *thread;
+	GMutex lock;
+	GCond cond;
+	bool stop;          /* under lock */
+	/* under lock: */
+	struct kvt_log_every room_log;
+	gint64 sv_at;
+	uint64_t lower_total, lower_avail, lower_used;
+};
+
+/* Bytes of the distinct objects in objects/; false on a stop. */
+static bool count(struct kvt_store *s, struct kvt_usage *u, uint64_t *total)
+{
+	*total = 0;
+	for (guint b = 0; b < KVT_FANOUT; b++) {
+		g_autoptr(kvt_dir) fan = NULL;
+		g_autoptr(GPtrArray) ents = NULL;
+		g_autoptr(GHashTable) seen = NULL;
+		char dir[3];
+		bool stop;
+		int ret;
+
+		g_mutex_lock(&u->lock);
+		stop = u->stop;
+		g_mutex_unlock(&u->lock);
+		if (stop)
+			return false;
+		g_snprintf(dir, sizeof(dir), "%02x", b);
+		if (kvt_dir_open(s->layout.objects, dir, &fan) < 0)
+			continue;
+		ents = kvt_dir_list(fan, false, &ret);
+		if (!ents)
+			continue;
+		seen = g_hash_table_new(NULL, NULL);
+		for (guint i = 0; i < ents->len; i++) {
+			const struct kvt_dirent *e = ents->pdata[i];
+			struct stat st;
+
+			/* Each object once: all its links are in one fan-out
+			 * directory. */
+			if (kvt_dir_stat(fan, e->name, &st) == 0 && S_ISREG(st.st_mode) &&
+			    g_hash_table_add(seen, GSIZE_TO_POINTER((gsize)st.st_ino)))
+				*total += (uint64_t)st.st_size;
+		}
+	}
+	return true;
+}
+
+static gpointer run(gpointer data)
+{
+	struct kvt_store *s = data;
+	struct kvt_usage *u = s->usage;
+
+	for (;;) {
+		gint64 before = __atomic_load_n(&u->moves, __ATOMIC_ACQUIRE);
+		gint64 t0 = g_get_monotonic_time(), until;
+		uint64_t total;
+		bool first = !g_atomic_int_get(&u->known);
+
+		if (!count(s, u, &total))
+			return NULL;
+		/* What moved during the count is counted twice, or not at
+		 * all, in the fan-out directories it had passed: the next
+		 * count puts it right. */
+		__atomic_store_n(&u->base, (gint64)total - before, __ATOMIC_RELEASE);
+		g_atomic_int_set(&u->known, 1);
+		if (first)
+			g_info("the store's objects hold %" G_GUINT64_FORMAT " bytes (counted in "
+			       "%.1f s)", total, (double)(g_get_monotonic_time() - t0) / G_USEC_PER_SEC);
+		until = g_get_monotonic_time() + KVT_USAGE_RECOUNT_S * G_USEC_PER_SEC;
+		g_mutex_lock(&u->lock);
+		while (!u->stop && g_get_monotonic_time() < until)
+			g_cond_wait_until(&u->cond, &u->lock, until);
+		if (u->stop) {
+			g_mutex_unlock(&u->lock);
+			return NULL;
+		}
+		g_mutex_unlock(&u->lock);
+	}
+}
+
+void kvt_usage_start(struct kvt_store *s, uint64_t max_bytes, unsigned min_free_pct)
+{
+	struct kvt_usage *u;
+
+	if (!max_bytes && !min_free_pct)
+		return;
+	u = g_new0(struct kvt_usage, 1);
+	u->max_bytes = max_bytes;
+	u->min_free_pct = min_free_pct;
+	g_mutex_init(&u->lock);
+	g_cond_init(&u->cond);
+	s->usage = u;
+	u->thread = g_thread_new("kvt-usage", run, s);
+}
+
+void kvt_usage_stop(struct kvt_store *s)
+{
+	struct kvt_usage *u = s->usage;
+
+	if (!u)
+		return;
+	g_mutex_lock(&u->lock);
+	u->stop = true;
+	g_cond_broadcast(&u->cond);
+	g_mutex_unlock(&u->lock);
+	g_thread_join(u->thread);
+	g_mutex_clear(&u->lock);
+	g_cond_clear(&u->cond);
+	g_free(u);
+	s->usage = NULL;
+}
+
+bool kvt_usage_get(struct kvt_store *s, uint64_t *bytes)
+{
+	struct kvt_usage *u = s->usage;
+	gint64 v;
+
+	if (!u || !g_atomic_int_get(&u->known))
+		return false;
+	v = __atomic_load_n(&u->base, __ATOMIC_ACQUIRE) +
+	    __atomic_load_n(&u->moves, __ATOMIC_ACQUIRE);
+	*bytes = v > 0 ? (uint64_t)v : 0;
+	return true;
+}
+
+void kvt_usage_move(struct kvt_store *s, int64_t bytes)
+{
+	if (s->usage)
+		__atomic_add_fetch(&s->usage->moves, bytes, __ATOMIC_ACQ_REL);
+}
+
+/* The lower file system's size, free space and use, looked at again
+ * when @fresh or older than a second (caller holds u->lock). */
+static int lower_space(struct kvt_store *s, struct kvt_usage *u, bool fresh)
+{
+	struct statvfs sv;
+	int ret;
+
+	if (!fresh && u->sv_at && g_get_monotonic_time() - u->sv_at < STATVFS_AGE_US)
+		return 0;
+	ret = kvt_dir_statvfs(s->layout.objects, &sv);
+	if (ret < 0)
+		return ret;
+	u->lower_total = (uint64_t)sv.f_blocks * sv.f_frsize;
+	u->lower_avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	u->lower_used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+	u->sv_at = g_get_monotonic_time();
+	return 0;
+}
+
+uint64_t kvt_usage_budget(struct kvt_store *s)
+{
+	struct kvt_usage *u = s->usage;
+	uint64_t budget, used, keep;
+
+	if (!u)
+		return 0;
+	budget = u->max_bytes ? u->max_bytes : UINT64_MAX;
+	g_mutex_lock(&u->lock);
+	if (u->min_free_pct && lower_space(s, u, false) == 0 && kvt_usage_get(s, &used)) {
+		/* What the objects hold, and what the lower file system may
+		 * still give them. */
+		keep = u->lower_total / 100 * u->min_free_pct;
+		budget = MIN(budget, used + (u->lower_avail > keep ? u->lower_avail - keep : 0));
+	}
+	g_mutex_unlock(&u->lock);
+	return budget == UINT64_MAX ? 0 : budget;
+}
+
+int kvt_usage_room(struct kvt_store *s, uint64_t size)
+{
+	struct kvt_usage *u = s->usage;
+	const char *why = NULL;
+	uint64_t used = 0, keep;
+	guint64 more;
+	int ret = 0;
+
+	if (!u)
+		return 0;
+	g_mutex_lock(&u->lock);
+	/* Fresh for each object: stores a second apart would overshoot. */
+	if (u->min_free_pct && lower_space(s, u, true) == 0) {
+		keep = u->lower_total / 100 * u->min_free_pct;
+		if (u->lower_avail < keep || u->lower_avail - keep < size)
+			why = "min_free";
+	}
+	if (!why && u->max_bytes) {
+		/* Not counted yet: the lower file system's use, which holds
+		 * the objects, bounds it. */
+		if (!kvt_usage_get(s, &used))
+			used = lower_space(s, u, false) == 0 ? u->lower_used : 0;
+		if (used > u->max_bytes || u->max_bytes - used < size)
+			why = "max_size";
+	}
+	if (why) {
+		ret = -ENOSPC;
+		if (kvt_log_due(&u->room_log, LOG_EVERY_US, &more))
+			g_warning("no room for a new object of %" G_GUINT64_FORMAT " bytes: the "
+				  "tier holds %" G_GUINT64_FORMAT " bytes, its budget (-o %s) leaves "
+				  "none: ENOSPC, nothing published (%" G_GUINT64_FORMAT " more "
+				  "refusals since the last line)", size, used, why, more);
+	}
+	g_mutex_unlock(&u->lock);
+	return ret;
+}
