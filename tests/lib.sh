@@ -704,6 +704,23 @@ kvt_as() {
 	(cd "$MNT" && kvt_run setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups "$@")
 }
 
+# kvt_flip_bit FILE OFFSET: flips the low bit of FILE's byte at OFFSET on
+# the lower disk, its times put back, as bit rot does (a second flip puts
+# it back).  Its ctime moves all the same.
+kvt_flip_bit() {
+	/usr/bin/python3 - "$1" "$2" <<-'PY'
+		import os, sys
+		path, off = sys.argv[1], int(sys.argv[2])
+		st = os.stat(path)
+		with open(path, "r+b") as f:
+		    f.seek(off)
+		    c = f.read(1)
+		    f.seek(off)
+		    f.write(bytes([c[0] ^ 1]))
+		os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+	PY
+}
+
 # kvt_drop_caches [--no-sync]: the kernel lets go of clean pages, dentries
 # and inodes, as a host's kernel does when it needs the memory: the next
 # access looks the name up and reads the bytes from below.  The sync

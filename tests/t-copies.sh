@@ -86,20 +86,9 @@ counter_is() {
 }
 obj_b=$LOWER/$(kvt_xattr "$MNT/b" user.kvtierfs.object)
 [ -f "$obj_b" ] || bail "no object for b: '$obj_b'"
-# flip_b: flips a bit at 2.5 MiB of b's object, its times put back (a
-# second flip puts it back).
-flip_b() {
-	"$PY" - "$obj_b" <<-'PY'
-		import os, sys
-		st = os.stat(sys.argv[1])
-		with open(sys.argv[1], "r+b") as f:
-		    f.seek(5 << 19)
-		    c = f.read(1)
-		    f.seek(5 << 19)
-		    f.write(bytes([c[0] ^ 1]))
-		os.utime(sys.argv[1], ns=(st.st_atime_ns, st.st_mtime_ns))
-	PY
-}
+# flip_b: flips a bit at 2.5 MiB of b's object (a second flip puts it
+# back).
+flip_b() { kvt_flip_bit "$obj_b" $((5 << 19)); }
 
 # --- an open waits for the copy another reader holds ------------------------
 start a
