@@ -37,14 +37,16 @@ static int set_dir(struct kvt_fs *fs, struct kvt_inode *ino, const struct stat *
 }
 
 /* A published file's owner or mode: its record rewritten (they are the
- * record's), with the inode's times put on the new record file.  @was is
- * what the inode showed before, put back if it fails.  Caller holds the
- * parent's lock, not @ino's; *@st gets the new record file's metadata. */
+ * record's), with the inode's times put on the new record file, whose
+ * number and ctime the inode takes.  @was is what the inode showed
+ * before, put back if it fails.  Caller holds the parent's lock, not
+ * @ino's. */
 static int set_record(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_dir *pd,
-		      const struct stat *was, struct stat *st)
+		      const struct stat *was)
 {
 	struct kvt_record rec;
 	struct kvt_meta meta;
+	struct stat st;
 	int ret;
 
 	kvt_record_init(&rec);
@@ -52,15 +54,20 @@ static int set_record(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_dir *
 	kvt_record_copy(&rec, &ino->rec);
 	meta = kvt_inode_meta(ino, true);
 	kvt_inode_unlock(ino);
-	ret = kvt_store_rewrite(fs->store, pd, ino->name, &rec, &meta, st);
+	ret = kvt_store_rewrite(fs->store, pd, ino->name, &rec, &meta, &st);
 	kvt_record_clear(&rec);
-	if (ret < 0 && ret != -ESTALE) {
-		kvt_inode_lock(ino);
+	kvt_inode_lock(ino);
+	if (ret == 0 && st.st_ino) {
+		/* Taken, or the next resolve would read the new record file
+		 * again for a change that is ours. */
+		ino->rec_ino = ino->st_ino = st.st_ino; /* see inode.c */
+		ino->rec_ctime = ino->meta.st_ctim = st.st_ctim;
+	} else if (ret < 0 && ret != -ESTALE) {
 		ino->meta.st_mode = was->st_mode;
 		ino->meta.st_uid = was->st_uid;
 		ino->meta.st_gid = was->st_gid;
-		kvt_inode_unlock(ino);
 	}
+	kvt_inode_unlock(ino);
 	/* ESTALE: another mount replaced the version meanwhile: there is
 	 * nothing of this one to change. */
 	return ret == -ESTALE ? -ENOENT : ret;
@@ -117,19 +124,8 @@ static int set_file(struct kvt_fs *fs, struct kvt_inode *ino, const struct stat 
 		ino->rec_ctime = st.st_ctim;
 		kvt_inode_unlock(ino);
 	}
-	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
-		memset(&st, 0, sizeof(st));
-		ret = set_record(fs, ino, pd, &was, &st);
-	}
-	if (ret == 0 && st.st_ino &&
-	    (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
-		kvt_inode_lock(ino);
-		/* The new record file's: taken, or the next resolve would
-		 * read it again for a change that is ours. */
-		ino->rec_ino = ino->st_ino = st.st_ino; /* see inode.c */
-		ino->rec_ctime = ino->meta.st_ctim = st.st_ctim;
-		kvt_inode_unlock(ino);
-	}
+	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
+		ret = set_record(fs, ino, pd, &was);
 	if (ret == -ENOENT)
 		ret = 0; /* another mount removed it: nothing to change */
 out:
