@@ -25,6 +25,7 @@ struct kvt_usage {
 	bool stop;          /* under lock */
 	/* under lock: */
 	struct kvt_log_every room_log;
+	/* the lower file system, as last looked at: */
 	gint64 sv_at;
 	uint64_t lower_total, lower_avail, lower_used;
 };
@@ -151,22 +152,30 @@ void kvt_usage_move(struct kvt_store *s, int64_t bytes)
 		__atomic_add_fetch(&s->usage->moves, bytes, __ATOMIC_ACQ_REL);
 }
 
-/* The lower file system's size, free space and use, looked at again
- * when @fresh or older than a second (caller holds u->lock). */
+/* The lower file system's size, free space and use into @u, looked at
+ * again when @fresh or older than a second.  The look is made without
+ * u->lock: on a network file system it is a round trip, and every
+ * publication asks. */
 static int lower_space(struct kvt_store *s, struct kvt_usage *u, bool fresh)
 {
 	struct statvfs sv;
+	bool young;
 	int ret;
 
-	if (!fresh && u->sv_at && g_get_monotonic_time() - u->sv_at < STATVFS_AGE_US)
+	g_mutex_lock(&u->lock);
+	young = !fresh && u->sv_at && g_get_monotonic_time() - u->sv_at < STATVFS_AGE_US;
+	g_mutex_unlock(&u->lock);
+	if (young)
 		return 0;
 	ret = kvt_dir_statvfs(s->layout.objects, &sv);
 	if (ret < 0)
 		return ret;
+	g_mutex_lock(&u->lock);
 	u->lower_total = (uint64_t)sv.f_blocks * sv.f_frsize;
 	u->lower_avail = (uint64_t)sv.f_bavail * sv.f_frsize;
 	u->lower_used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
 	u->sv_at = g_get_monotonic_time();
+	g_mutex_unlock(&u->lock);
 	return 0;
 }
 
@@ -178,14 +187,14 @@ uint64_t kvt_usage_budget(struct kvt_store *s)
 	if (!u)
 		return 0;
 	budget = u->max_bytes ? u->max_bytes : UINT64_MAX;
-	g_mutex_lock(&u->lock);
 	if (u->min_free_pct && lower_space(s, u, false) == 0 && kvt_usage_get(s, &used)) {
 		/* What the objects hold, and what the lower file system may
 		 * still give them. */
+		g_mutex_lock(&u->lock);
 		keep = u->lower_total / 100 * u->min_free_pct;
 		budget = MIN(budget, used + (u->lower_avail > keep ? u->lower_avail - keep : 0));
+		g_mutex_unlock(&u->lock);
 	}
-	g_mutex_unlock(&u->lock);
 	return budget == UINT64_MAX ? 0 : budget;
 }
 
@@ -194,23 +203,28 @@ int kvt_usage_room(struct kvt_store *s, uint64_t size)
 	struct kvt_usage *u = s->usage;
 	const char *why = NULL;
 	uint64_t used = 0, keep;
+	bool counted, space;
 	guint64 more;
 	int ret = 0;
 
 	if (!u)
 		return 0;
-	g_mutex_lock(&u->lock);
 	/* Fresh for each object: stores a second apart would overshoot. */
-	if (u->min_free_pct && lower_space(s, u, true) == 0) {
+	space = u->min_free_pct ? lower_space(s, u, true) == 0 : false;
+	counted = kvt_usage_get(s, &used);
+	/* Not counted yet: the lower file system's use, which holds the
+	 * objects, bounds it. */
+	if (u->max_bytes && !counted && !space)
+		space = lower_space(s, u, false) == 0;
+	g_mutex_lock(&u->lock);
+	if (u->min_free_pct && space) {
 		keep = u->lower_total / 100 * u->min_free_pct;
 		if (u->lower_avail < keep || u->lower_avail - keep < size)
 			why = "min_free";
 	}
 	if (!why && u->max_bytes) {
-		/* Not counted yet: the lower file system's use, which holds
-		 * the objects, bounds it. */
-		if (!kvt_usage_get(s, &used))
-			used = lower_space(s, u, false) == 0 ? u->lower_used : 0;
+		if (!counted)
+			used = space ? u->lower_used : 0;
 		if (used > u->max_bytes || u->max_bytes - used < size)
 			why = "max_size";
 	}
