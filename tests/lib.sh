@@ -704,6 +704,22 @@ kvt_as() {
 	(cd "$MNT" && kvt_run setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups "$@")
 }
 
+# kvt_wait_log REGEX [N [OFFSET]]: until the daemon's log, from byte OFFSET
+# (0) on, has N (1) lines matching the extended REGEX, 30 s at most:
+# follows the log as it grows, a line at a time (no polling); status 1
+# when it times out.
+kvt_wait_log() {
+	local fd pid line k=0
+	exec {fd}< <(exec timeout 30 tail -c +$((${3:-0} + 1)) -F "$T/daemon.log" 2>/dev/null)
+	pid=$!
+	while [ "$k" -lt "${2:-1}" ] && IFS= read -r line <&"$fd"; do
+		[[ $line =~ $1 ]] && k=$((k + 1))
+	done
+	kill "$pid" 2>/dev/null
+	exec {fd}<&-
+	[ "$k" -ge "${2:-1}" ]
+}
+
 # kvt_flip_bit FILE OFFSET: flips the low bit of FILE's byte at OFFSET on
 # the lower disk, its times put back, as bit rot does (a second flip puts
 # it back).  Its ctime moves all the same.

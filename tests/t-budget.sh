@@ -26,11 +26,9 @@ mount_tier() {
 	mount_at=$(stat -c %s "$T/daemon.log")
 	kvt_mount "$@"
 }
-# counted BYTES: until this mount's log says its count found BYTES (30 s
-# at most): follows the log, no polling.
+# counted BYTES: until this mount's log says its count found BYTES.
 counted() {
-	grep -q -m 1 -- "the store's objects hold $1 bytes" \
-		< <(exec timeout 30 tail -c +$((mount_at + 1)) -F "$T/daemon.log" 2>/dev/null)
+	kvt_wait_log "the store's objects hold $1 bytes" 1 "$mount_at"
 }
 for i in $(seq 1 10); do head -c $MiB /dev/urandom >"$T/b$i" || bail "random bytes"; done
 store() { cp "$T/b$1" "$MNT/b$1.tmp" && mv "$MNT/b$1.tmp" "$MNT/b$1.bin"; }

@@ -193,6 +193,8 @@ static int scrub_fanout(struct kvt_scrubber *sc, guint b)
 		if (ret < 0)
 			return ret;
 	}
+	if (g_hash_table_size(seen))
+		g_debug("scrub: objects/%s: %u objects hashed", dir, g_hash_table_size(seen));
 	return 0;
 }
 
