@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <string.h>
 
+#include "evictor.h"
 #include "handle.h"
 #include "io.h"
 #include "lowerr.h"
@@ -473,6 +474,13 @@ static int open_inode(struct kvt_fs *fs, struct kvt_inode *ino, struct fuse_file
 		if (published) {
 			kvt_record_id(&h->rec, &ino->rec);
 			h->purges = __atomic_load_n(&ino->purges, __ATOMIC_ACQUIRE);
+			/* Under the file's lock, which an eviction takes too
+			 * (cull.c): a load is never evicted from under it. */
+			if (h->evict_key != (uint64_t)ino->rec_ino) {
+				kvt_evictor_unpin(fs->store, h->evict_key);
+				h->evict_key = (uint64_t)ino->rec_ino;
+				kvt_evictor_pin(fs->store, h->evict_key, true);
+			}
 		}
 		kvt_inode_unlock(ino);
 		if (ret == 0 && published)

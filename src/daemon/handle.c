@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include "evictor.h"
+
 static void handle_free(struct kvt_fs *fs, struct kvt_live *l)
 {
 	struct kvt_handle *h = (struct kvt_handle *)l;
@@ -15,6 +17,7 @@ static void handle_free(struct kvt_fs *fs, struct kvt_live *l)
 	kvt_stage_unref(h->rstage);
 	kvt_stage_unref(h->wstage);
 	kvt_record_clear(&h->rec);
+	kvt_evictor_unpin(fs->store, h->evict_key);
 	g_free(h);
 }
 

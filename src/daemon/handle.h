@@ -18,6 +18,7 @@ struct kvt_handle {
 	bool fresh;            /* in the inode's fresh_writers */
 	struct kvt_copy *copy; /* fd is this verified copy's (memcopy.h) */
 	pid_t opener;          /* the thread that opened it */
+	uint64_t evict_key;    /* readers: the record pinned in the evictor */
 };
 
 /* A new handle, on fs->live_handles until kvt_handle_close. */

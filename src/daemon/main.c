@@ -24,6 +24,7 @@
 #include "receive.h"
 #include "reclaim.h"
 #include "scrub.h"
+#include "cull.h"
 #include "usage.h"
 #include "service.h"
 #include "share.h"
@@ -355,6 +356,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 		kvt_reclaimer_start(reclaimer, o->reclaim_interval);
 	}
 	kvt_usage_start(fs->store, (uint64_t)o->max_size, (unsigned)o->min_free);
+	kvt_cull_start(fs, o);
 	if (o->scrub)
 		scrubber = kvt_scrubber_start(fs->store, fs->verifier, (uint64_t)o->scrub << 20,
 					      o->scrub_interval);
@@ -380,6 +382,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	kvt_reclaimer_free(reclaimer);
 	kvt_scrubber_free(scrubber);
 	kvt_share_watch_stop(share);
+	kvt_cull_stop(fs);
 	/* What is still queued for the kernel goes before it is gone. */
 	kvt_notifier_free(g_steal_pointer(&fs->notifier));
 	fuse_session_unmount(fs->se);

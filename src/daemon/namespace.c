@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "evictor.h"
+#include "usage.h"
 #include "name.h"
 #include "object.h"
 #include "ops.h"
@@ -272,6 +274,7 @@ void kvt_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ret = 0;
 	}
 	if (ret == 0 && child) {
+		kvt_evictor_forget(fs->store, child->rec_ino);
 		kvt_inode_detach(child);
 		version = take_version(child);
 	}
@@ -516,6 +519,10 @@ static int rename_once(struct kvt_fs *fs, fuse_ino_t parent, const char *name,
 			ret = rename_prepare(fs, &r);
 		if (ret < 0)
 			goto reply;
+		/* Published under the locks below: room is made before
+		 * (usage.h). */
+		if (r.st && !r.prep.st)
+			kvt_usage_wait_room(fs->store, kvt_stage_size(r.st));
 	}
 
 	kvt_tree_lock(fs);

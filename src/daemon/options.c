@@ -44,6 +44,9 @@ enum value_key {
 	KEY_SCRUB_INTERVAL,
 	KEY_MAX_SIZE,
 	KEY_MIN_FREE,
+	KEY_EVICT,
+	KEY_EVICT_HIGH,
+	KEY_EVICT_LOW,
 	KEY_LOG_LEVEL,
 	KEY_LOG_FILE,
 	N_VALUE_KEYS
@@ -80,6 +83,9 @@ struct value_opt {
 
 /* In the order of enum kvt_verify_mode. */
 static const char *const verify_modes[] = { "once", "always", "auto", NULL };
+
+/* In the order of enum kvt_evict_choice. */
+static const char *const evict_policies[] = { "adaptive", "s3fifo", "slru", "lru", "off", NULL };
 
 /* In the order of enum kvt_log_level. */
 static const char *const log_levels[] = {
@@ -192,6 +198,19 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		"min_free", COUNT, FIELD(min_free), 0, 99, 0,
 		.metavar = "PERCENT", .help = "of the lower file system kept free, ENOSPC past it",
 	},
+	[KEY_EVICT] = {
+		"evict", CHOICE, FIELD(evict), .dflt = KVT_EVICT_CHOICE_ADAPTIVE,
+		.choices = evict_policies,
+		.help = "with a budget, what goes first (off: ENOSPC at the budget)",
+	},
+	[KEY_EVICT_HIGH] = {
+		"evict_high", COUNT, FIELD(evict_high), 1, 100, 95,
+		.metavar = "PERCENT", .help = "of the budget: an eviction pass starts past it",
+	},
+	[KEY_EVICT_LOW] = {
+		"evict_low", COUNT, FIELD(evict_low), 0, 99, 85,
+		.metavar = "PERCENT", .help = "of the budget: ... and evicts down to it",
+	},
 	[KEY_SCRUB] = {
 		"scrub", COUNT, FIELD(scrub), 0, 1048576, 0,
 		.metavar = "MIB", .help = "scrub: MiB of objects hashed a second, 0 off",
@@ -249,6 +268,9 @@ static const struct fuse_opt kvt_opts[] = {
 	VALUE("reclaim_interval", KEY_RECLAIM_INTERVAL),
 	VALUE("max_size", KEY_MAX_SIZE),
 	VALUE("min_free", KEY_MIN_FREE),
+	VALUE("evict", KEY_EVICT),
+	VALUE("evict_high", KEY_EVICT_HIGH),
+	VALUE("evict_low", KEY_EVICT_LOW),
 	VALUE("scrub", KEY_SCRUB),
 	VALUE("scrub_interval", KEY_SCRUB_INTERVAL),
 	VALUE("log_level", KEY_LOG_LEVEL),
@@ -614,6 +636,9 @@ int kvt_options_parse(int argc, char **argv, struct kvt_options *o)
 	}
 	if (!p.error && !p.o.mountpoint)
 		fail(&p, "expects LOWERDIR and MOUNTPOINT (see kvtierfs --help)");
+	if (!p.error && p.o.evict_low >= p.o.evict_high)
+		fail(&p, "-o evict_low=%d: must be less than evict_high (%d)", p.o.evict_low,
+		     p.o.evict_high);
 	if (p.error) {
 		fprintf(stderr, "kvtierfs: %s\n", p.error);
 		goto out;

@@ -10,6 +10,15 @@ enum kvt_verify_mode {
 	KVT_VERIFY_AUTO,	/* always on a remote store, else once */
 };
 
+/* -o evict=: a policy of evict.h, or none. */
+enum kvt_evict_choice {
+	KVT_EVICT_CHOICE_ADAPTIVE,
+	KVT_EVICT_CHOICE_S3FIFO,
+	KVT_EVICT_CHOICE_SLRU,
+	KVT_EVICT_CHOICE_LRU,
+	KVT_EVICT_CHOICE_OFF,
+};
+
 struct kvt_options {
 	/* switches */
 	int foreground;		/* -f, also set by -d */
@@ -42,6 +51,9 @@ struct kvt_options {
 	double reclaim_interval;
 	double max_size;	/* bytes of objects; 0: no budget */
 	int min_free;		/* % of the lower file system kept free */
+	int evict;		/* enum kvt_evict_choice */
+	int evict_high;		/* % of the budget */
+	int evict_low;
 	int scrub;		/* MiB hashed a second; 0: off */
 	double scrub_interval;
 	int log_level;		/* enum kvt_log_level; -d: debug */

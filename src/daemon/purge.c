@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "evictor.h"
 #include "log.h"
 #include "name.h"
 #include "object.h"
@@ -134,6 +135,8 @@ void kvt_purge_locked(struct kvt_fs *fs, struct kvt_inode *p, struct kvt_dir *pd
 	note->name = g_strdup(name);
 	note->child = 0;
 	if (child && !child->is_dir) {
+		if (removed)
+			kvt_evictor_forget(fs->store, child->rec_ino);
 		/* Handles opened before fail from now on; not when another
 		 * request had purged it already, or nothing was torn. */
 		if (removed)

@@ -16,11 +16,13 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "evictor.h"
 #include "object.h"
 #include "ops.h"
 #include "publish.h"
 #include "purge.h"
 #include "resolve.h"
+#include "usage.h"
 #include "version.h"
 
 #define OWN_PREFIX "user.kvtierfs."
@@ -99,6 +101,27 @@ static bool sees_all(fuse_req_t req)
 	return uid == 0 || uid == geteuid();
 }
 
+/* The budget (usage.h) and the evictor's index (evictor.h), when there
+ * is a budget: what statfs shows, and what only this mount knows. */
+static void budget_lines(struct kvt_fs *fs, GString *s)
+{
+	uint64_t budget = kvt_usage_budget(fs->store), used;
+	struct kvt_evictor_info ev;
+
+	if (!budget)
+		return;
+	g_string_append_printf(s, "budget %" G_GUINT64_FORMAT "\n", budget);
+	if (kvt_usage_get(fs->store, &used))
+		g_string_append_printf(s, "usage %" G_GUINT64_FORMAT "\n", used);
+	if (!kvt_evictor_info(fs->store, &ev)) {
+		g_string_append(s, "evict off\n");
+		return;
+	}
+	g_string_append_printf(s, "evict %s\nindexed %d\nindexed_blocks %" G_GUINT64_FORMAT
+			       "\nindexed_bytes %" G_GUINT64_FORMAT "\npinned_bytes %" G_GUINT64_FORMAT
+			       "\n", ev.policy, ev.indexed, ev.blocks, ev.bytes, ev.pinned_bytes);
+}
+
 /* The mount's own attributes on its root, for kvtierfs-stat; NULL for
  * another name.  @all: for a caller who sees_all. */
 static GString *root_value(struct kvt_fs *fs, const char *name, bool all)
@@ -117,6 +140,7 @@ static GString *root_value(struct kvt_fs *fs, const char *name, bool all)
 			       PACKAGE_VERSION, (int)getpid(), fs->started / G_USEC_PER_SEC,
 			       fs->lower_path, fs->verify_always ? "always" : "once",
 			       (int)__atomic_load_n(&fs->shared, __ATOMIC_RELAXED));
+	budget_lines(fs, s);
 	return s;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "evictor.h"
 #include "fault.h"
 #include "hold.h"
 #include "io.h"
@@ -597,6 +598,13 @@ int kvt_name_rename(struct kvt_store *s, struct kvt_dir *from, const char *fname
 		return ret;
 	ret = rename_marked(s, from, fname, to, tname, flags, replaced);
 	kvt_store_move_end(s, marker);
+	if (ret == 0 && s->evictor) {
+		struct stat st;
+
+		/* The block keeps its record file, and so its place. */
+		if (kvt_dir_stat(to, tname, &st) == 0 && S_ISREG(st.st_mode))
+			kvt_evictor_moved(s, st.st_ino, to, tname);
+	}
 	if (ret == 0 && kvt_log_debug_on()) {
 		g_autofree char *src = kvt_name_path(s, from, fname);
 		g_autofree char *dst = kvt_name_path(s, to, tname);

@@ -94,10 +94,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "evictor.h"
 #include "log.h"
 #include "object.h"
 #include "name.h"
 #include "store-int.h"
+#include "usage.h"
 
 void kvt_published_clear(struct kvt_published *p)
 {
@@ -228,6 +230,8 @@ void kvt_publication_finish(struct kvt_store *s, struct kvt_publication *p,
 	 * network file system it is a round trip more per store. */
 	if (kvt_dir_stat(d, name, &out->rec_st) < 0 || out->rec_st.st_ino != p->record_ino)
 		memset(&out->rec_st, 0, sizeof(out->rec_st));
+	else
+		kvt_evictor_stored(s, d, name, out->rec_st.st_ino, p->rec.size);
 	/* New bytes get their anchor only once the staged file's link is
 	 * gone (object.h): while it counts, a release by another mount (or
 	 * by this one) keeps an anchor that nobody removes afterwards.  If
@@ -258,8 +262,10 @@ int kvt_store_publish(struct kvt_store *s, struct kvt_stage *st, struct kvt_dir 
 		      unsigned int flags, struct kvt_published *out)
 {
 	struct kvt_publication p;
+	bool was = kvt_usage_set_nowait(true);
 	int ret = kvt_publication_prepare(s, st, meta, xattrs, flags, &p);
 
+	kvt_usage_set_nowait(was);
 	memset(out, 0, sizeof(*out));
 	if (ret != 0)
 		return ret;

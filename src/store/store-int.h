@@ -28,6 +28,7 @@ struct kvt_store {
 	bool silly_renames;
 	struct kvt_stats *stats;
 	struct kvt_usage *usage; /* NULL: no budget (usage.h) */
+	struct kvt_evictor *evictor; /* NULL: none (evictor.h) */
 	/* objects/<ab>, opened as first used: a fixed number of fds. */
 	GMutex fanout_lock;
 	struct kvt_dir *fanout[KVT_FANOUT];

@@ -5,6 +5,7 @@
  * exist: the top of reclaim.c). */
 #include "store.h"
 #include "store-int.h"
+#include "evictor.h"
 #include "usage.h"
 
 #include <errno.h>
@@ -225,6 +226,7 @@ void kvt_store_close(struct kvt_store *s)
 {
 	if (!s)
 		return;
+	kvt_evictor_stop(s);
 	kvt_usage_stop(s);
 	if (s->lockfd >= 0) {
 		/* Our own lock is held through another file description:

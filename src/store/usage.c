@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <sys/statvfs.h>
 
+#include "evictor.h"
 #include "log.h"
 #include "lower.h"
 #include "store-int.h"
@@ -198,17 +199,15 @@ uint64_t kvt_usage_budget(struct kvt_store *s)
 	return budget == UINT64_MAX ? 0 : budget;
 }
 
-int kvt_usage_room(struct kvt_store *s, uint64_t size)
+/* What leaves no room for @size bytes more ("max_size", "min_free"), or
+ * NULL; *@used gets the usage. */
+static const char *no_room(struct kvt_store *s, uint64_t size, uint64_t *used_out)
 {
 	struct kvt_usage *u = s->usage;
 	const char *why = NULL;
 	uint64_t used = 0, keep;
 	bool counted, space;
-	guint64 more;
-	int ret = 0;
 
-	if (!u)
-		return 0;
 	/* Fresh for each object: stores a second apart would overshoot. */
 	space = u->min_free_pct ? lower_space(s, u, true) == 0 : false;
 	counted = kvt_usage_get(s, &used);
@@ -228,14 +227,54 @@ int kvt_usage_room(struct kvt_store *s, uint64_t size)
 		if (used > u->max_bytes || u->max_bytes - used < size)
 			why = "max_size";
 	}
-	if (why) {
-		ret = -ENOSPC;
-		if (kvt_log_due(&u->room_log, LOG_EVERY_US, &more))
-			g_warning("no room for a new object of %" G_GUINT64_FORMAT " bytes: the "
-				  "tier holds %" G_GUINT64_FORMAT " bytes, its budget (-o %s) leaves "
-				  "none: ENOSPC, nothing published (%" G_GUINT64_FORMAT " more "
-				  "refusals since the last line)", size, used, why, more);
-	}
 	g_mutex_unlock(&u->lock);
-	return ret;
+	*used_out = used;
+	return why;
+}
+
+/* Set while this thread publishes under its caller's locks. */
+static __thread bool room_nowait;
+
+bool kvt_usage_set_nowait(bool nowait)
+{
+	bool was = room_nowait;
+
+	room_nowait = nowait;
+	return was;
+}
+
+void kvt_usage_wait_room(struct kvt_store *s, uint64_t size)
+{
+	uint64_t used;
+
+	for (int i = 0; s->usage && i < 3 && no_room(s, size, &used); i++)
+		if (!kvt_evictor_make_room(s, size))
+			break;
+}
+
+int kvt_usage_room(struct kvt_store *s, uint64_t size)
+{
+	struct kvt_usage *u = s->usage;
+	const char *why;
+	uint64_t used;
+	guint64 more;
+
+	if (!u)
+		return 0;
+	why = no_room(s, size, &used);
+	/* The evictor makes room while it can; a few passes at most, each
+	 * a few seconds at most (evictor.h). */
+	for (int i = 0; why && !room_nowait && i < 3 && kvt_evictor_make_room(s, size); i++)
+		why = no_room(s, size, &used);
+	if (!why)
+		return 0;
+	g_mutex_lock(&u->lock);
+	if (kvt_log_due(&u->room_log, LOG_EVERY_US, &more))
+		g_warning("no room for a new object of %" G_GUINT64_FORMAT " bytes: the "
+			  "tier holds %" G_GUINT64_FORMAT " bytes, its budget (-o %s) leaves "
+			  "none%s: ENOSPC, nothing published (%" G_GUINT64_FORMAT " more "
+			  "refusals since the last line)", size, used, why,
+			  s->evictor ? " and nothing can be evicted" : "", more);
+	g_mutex_unlock(&u->lock);
+	return -ENOSPC;
 }

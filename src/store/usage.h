@@ -32,6 +32,15 @@ bool kvt_usage_get(struct kvt_store *s, uint64_t *bytes);
 /* The budget now: max_size, or less when min_free leaves less; 0: none. */
 uint64_t kvt_usage_budget(struct kvt_store *s);
 
+/* A publication made under the caller's own locks (kvt_store_publish)
+ * does not wait for the evictor, which may need those locks: it sets
+ * this around it (the previous value returned), and its caller may call
+ * kvt_usage_wait_room before it takes them. */
+bool kvt_usage_set_nowait(bool nowait);
+/* Waits (a few seconds at most) for the evictor to make room for @size
+ * bytes more, if the budget leaves none. */
+void kvt_usage_wait_room(struct kvt_store *s, uint64_t size);
+
 /* For object.c: room for a new object of @size bytes (-ENOSPC), and the
  * moves of the usage. */
 int kvt_usage_room(struct kvt_store *s, uint64_t size);

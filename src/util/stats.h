@@ -35,6 +35,10 @@
 	X(scrub_bytes) /* ... their bytes */                                 \
 	X(scrub_rotten) /* ... that no longer hashed to their name: removed */ \
 	X(scrub_passes) /* scrub passes over the whole store */             \
+	X(evictions)   /* names the evictor removed (evictor.h) */          \
+	X(evicted_bytes) /* ... the bytes of their objects */                \
+	X(evict_passes) /* eviction passes */                                \
+	X(evict_pass_us) /* ... the time they took, microseconds */          \
 	X(lower_errors) /* failures of the lower file system (lowerr.h) */
 
 enum kvt_stat {

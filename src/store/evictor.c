@@ -1,0 +1,522 @@
+/* The evictor (evictor.h). */
+#include "evictor.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "log.h"
+#include "lower.h"
+#include "name.h"
+#include "store.h"
+#include "store-int.h"
+#include "usage.h"
+
+/* How long a store waits for a pass to make room before ENOSPC. */
+#define ROOM_WAIT_US (5 * G_USEC_PER_SEC)
+/* How often the thread looks at the usage when nothing wakes it. */
+#define TICK_US (G_USEC_PER_SEC / 4)
+
+/* A block's name: the key first, so that the table is a set of these. */
+struct block {
+	uint64_t key;
+	uint64_t size;
+	char path[];
+};
+
+/* What the walk found of one record. */
+struct found {
+	struct timespec atime;
+	uint64_t key, size;
+	char *path;
+};
+
+struct kvt_evictor {
+	struct kvt_store *s;
+	struct kvt_evictor_opts o;
+	GThread *thread;
+	GMutex lock;
+	GCond wake;              /* the thread: a waiter, a stop */
+	GCond passed;            /* waiters: a pass ended */
+	/* under lock: */
+	struct kvt_evict *order;
+	GHashTable *blocks;      /* struct block, by key */
+	GHashTable *pins;        /* key (uint64_t *) -> opens, held or not */
+	bool stop, indexed, exhausted;
+	guint waiters;
+	uint64_t wanted;         /* the largest room a waiter asks for */
+	guint64 passes;
+	gint64 walked_at;        /* the thread's own */
+	struct kvt_log_every futile_log; /* the thread's own */
+};
+
+static struct block *block_new(uint64_t key, uint64_t size, const char *path)
+{
+	size_t len = strlen(path) + 1;
+	struct block *b = g_malloc(sizeof(*b) + len);
+
+	b->key = key;
+	b->size = size;
+	memcpy(b->path, path, len);
+	return b;
+}
+
+/* Caller holds ev->lock.  A block new to the index takes the pins its
+ * key has (an open that came before the walk found it). */
+static void held(struct kvt_evictor *ev, struct block *b, bool use)
+{
+	struct block *old = g_hash_table_lookup(ev->blocks, &b->key);
+	guint pins = GPOINTER_TO_UINT(g_hash_table_lookup(ev->pins, &b->key));
+
+	if (old && !use) {
+		g_free(b);
+		return;
+	}
+	g_hash_table_replace(ev->blocks, b, b);
+	if (kvt_evict_insert(ev->order, b->key, b->size))
+		for (guint i = 0; i < pins; i++)
+			kvt_evict_pin(ev->order, b->key);
+	ev->exhausted = false;
+}
+
+/* ------------------------------------------------------------ the walk */
+
+static bool stopping(struct kvt_evictor *ev)
+{
+	bool stop;
+
+	g_mutex_lock(&ev->lock);
+	stop = ev->stop;
+	g_mutex_unlock(&ev->lock);
+	return stop;
+}
+
+/* The records below @d (whose path below names/ is @prefix) into @out;
+ * false on a stop. */
+static bool walk(struct kvt_evictor *ev, struct kvt_dir *d, const char *prefix, GArray *out)
+{
+	g_autoptr(GPtrArray) ents = NULL;
+	int ret;
+
+	ents = kvt_dir_list(d, false, &ret);
+	if (!ents)
+		return true;
+	for (guint i = 0; i < ents->len; i++) {
+		const struct kvt_dirent *e = ents->pdata[i];
+		g_autofree char *path = prefix[0] ? g_strdup_printf("%s/%s", prefix, e->name) :
+						    g_strdup(e->name);
+		struct kvt_record rec;
+		struct stat st;
+
+		if (i % 256 == 0 && stopping(ev))
+			return false;
+		if (kvt_dir_stat(d, e->name, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			g_autoptr(kvt_dir) sub = NULL;
+
+			if (kvt_dir_open(d, e->name, &sub) == 0 && !walk(ev, sub, path, out))
+				return false;
+			continue;
+		}
+		if (!S_ISREG(st.st_mode) || kvt_name_peek(d, e->name, &rec) < 0)
+			continue;
+		if (rec.kind == KVT_KIND_FILE && rec.ref[0]) {
+			struct found f = {
+				.atime = st.st_atim, .key = st.st_ino, .size = rec.size,
+				.path = g_steal_pointer(&path),
+			};
+
+			g_array_append_val(out, f);
+		}
+		kvt_record_clear(&rec);
+	}
+	return true;
+}
+
+static gint by_atime(gconstpointer a, gconstpointer b)
+{
+	const struct found *x = a, *y = b;
+
+	if (x->atime.tv_sec != y->atime.tv_sec)
+		return x->atime.tv_sec < y->atime.tv_sec ? -1 : 1;
+	return x->atime.tv_nsec < y->atime.tv_nsec ? -1 : x->atime.tv_nsec > y->atime.tv_nsec;
+}
+
+static void found_clear(gpointer p)
+{
+	g_free(((struct found *)p)->path);
+}
+
+/* Fills the index from names/, the least recently used first; what the
+ * hooks put there meanwhile is newer and stays where it is.  False on a
+ * stop. */
+static bool index_store(struct kvt_evictor *ev)
+{
+	g_autoptr(GArray) found = g_array_new(FALSE, FALSE, sizeof(struct found));
+	gint64 t0 = g_get_monotonic_time();
+	guint added = 0;
+
+	g_array_set_clear_func(found, found_clear);
+	if (!walk(ev, kvt_store_names(ev->s), "", found))
+		return false;
+	g_array_sort(found, by_atime);
+	g_mutex_lock(&ev->lock);
+	for (guint i = 0; i < found->len; i++) {
+		struct found *f = &g_array_index(found, struct found, i);
+
+		if (g_hash_table_contains(ev->blocks, &f->key))
+			continue;
+		held(ev, block_new(f->key, f->size, f->path), false);
+		added++;
+	}
+	ev->indexed = true;
+	ev->walked_at = g_get_monotonic_time();
+	g_mutex_unlock(&ev->lock);
+	g_info("eviction: %u names of the store indexed in %.1f s (%s)", added,
+	       (double)(g_get_monotonic_time() - t0) / G_USEC_PER_SEC,
+	       kvt_evict_policy_name(ev->o.policy));
+	return true;
+}
+
+/* ------------------------------------------------------------ a pass */
+
+/* Evicts @key; caller holds nothing.  Returns the bytes freed from the
+ * index (0 when it stays or was gone). */
+static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, uint64_t *evicted)
+{
+	g_autofree char *path = NULL;
+	uint64_t size = 0;
+	struct block *b;
+	int ret;
+
+	g_mutex_lock(&ev->lock);
+	b = g_hash_table_lookup(ev->blocks, &key);
+	if (b) {
+		path = g_strdup(b->path);
+		size = b->size;
+	}
+	g_mutex_unlock(&ev->lock);
+	if (!path)
+		return 0;
+	ret = ev->o.evict_name(ev->o.data, path, key);
+	g_mutex_lock(&ev->lock);
+	b = g_hash_table_lookup(ev->blocks, &key);
+	if (ret == 0 || ret == -ENOENT || ret == -ESTALE) {
+		if (b)
+			g_hash_table_remove(ev->blocks, &key);
+		kvt_evict_remove(ev->order, key);
+	} else if (b) {
+		/* In use, or a lower error: it stays, as used. */
+		kvt_evict_insert(ev->order, key, b->size);
+		for (guint i = GPOINTER_TO_UINT(g_hash_table_lookup(ev->pins, &key)); i; i--)
+			kvt_evict_pin(ev->order, key);
+	}
+	g_mutex_unlock(&ev->lock);
+	if (ret == 0) {
+		(*evicted)++;
+		return size;
+	}
+	if (ret != -ENOENT && ret != -ESTALE && ret != -EBUSY)
+		g_debug("eviction of %s: %s", path, g_strerror(-ret));
+	return 0;
+}
+
+/* Evicts down to @target bytes of usage.  False when nothing could be. */
+static bool evict_to(struct kvt_evictor *ev, uint64_t target)
+{
+	g_autoptr(GArray) victims = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+	gint64 t0 = g_get_monotonic_time();
+	uint64_t used, evicted = 0, bytes = 0, before, tries, budget;
+	guint64 more;
+	bool any = true;
+
+	if (!kvt_usage_get(ev->s, &used))
+		return false;
+	before = used;
+	g_mutex_lock(&ev->lock);
+	/* Each block is tried once a pass at most: one in use or that
+	 * cannot be removed comes back as used. */
+	tries = kvt_evict_count(ev->order);
+	g_mutex_unlock(&ev->lock);
+	while (used > target && tries && any) {
+		g_array_set_size(victims, 0);
+		g_mutex_lock(&ev->lock);
+		kvt_evict_choose(ev->order, MIN(used - target, (uint64_t)1 << 30), victims);
+		g_mutex_unlock(&ev->lock);
+		any = false;
+		for (guint i = 0; i < victims->len && tries; i++, tries--) {
+			uint64_t freed = evict_one(ev, g_array_index(victims, uint64_t, i), &evicted);
+
+			bytes += freed;
+			any = any || freed;
+			if (stopping(ev))
+				return true;
+		}
+		if (!kvt_usage_get(ev->s, &used))
+			break;
+		any = any && victims->len;
+	}
+	budget = kvt_usage_budget(ev->s);
+	kvt_store_count(ev->s, KVT_STAT_evict_passes, 1);
+	if (evicted) {
+		kvt_store_count(ev->s, KVT_STAT_evictions, evicted);
+		kvt_store_count(ev->s, KVT_STAT_evicted_bytes, bytes);
+	}
+	kvt_store_count(ev->s, KVT_STAT_evict_pass_us, (uint64_t)(g_get_monotonic_time() - t0));
+	/* A pass that evicts nothing (all in use) is tried again by every
+	 * store that waits for room: told every 10 s, not each time. */
+	if (evicted || kvt_log_due(&ev->futile_log, 10 * G_USEC_PER_SEC, &more))
+		g_message("eviction: %" G_GUINT64_FORMAT " names (%" G_GUINT64_FORMAT " bytes) in "
+			  "%.2f s: the tier held %" G_GUINT64_FORMAT " bytes, now %" G_GUINT64_FORMAT
+			  " of its budget %" G_GUINT64_FORMAT "%s",
+			  evicted, bytes, (double)(g_get_monotonic_time() - t0) / G_USEC_PER_SEC,
+			  before, used, budget,
+			  used > target ? ": nothing more can be evicted now" : "");
+	return used <= target;
+}
+
+/* What the usage should come down to now, or 0 when no pass is due. */
+static uint64_t due(struct kvt_evictor *ev, guint waiters, uint64_t wanted, uint64_t *target)
+{
+	uint64_t budget = kvt_usage_budget(ev->s), used, low;
+
+	if (!budget || !kvt_usage_get(ev->s, &used))
+		return 0;
+	low = budget / 100 * ev->o.low_pct;
+	if (waiters)
+		*target = MIN(low, budget > wanted ? budget - wanted : 0);
+	else if (used > budget / 100 * ev->o.high_pct)
+		*target = low;
+	else
+		return 0;
+	return used > *target;
+}
+
+static gpointer run(gpointer data)
+{
+	struct kvt_evictor *ev = data;
+
+	if (!index_store(ev))
+		return NULL;
+	g_mutex_lock(&ev->lock);
+	while (!ev->stop) {
+		guint waiters = ev->waiters;
+		uint64_t wanted = ev->wanted, target = 0;
+		bool done = true;
+
+		bool futile = ev->exhausted && !waiters;
+
+		g_mutex_unlock(&ev->lock);
+		/* After a pass that could evict nothing, the next waits for a
+		 * change: a block stored or let go, or a store that waits. */
+		if (!futile && due(ev, waiters, wanted, &target)) {
+			done = evict_to(ev, target);
+			if (!done && !stopping(ev) &&
+			    g_get_monotonic_time() - ev->walked_at > KVT_EVICT_REWALK_S * G_USEC_PER_SEC) {
+				/* Other mounts' names, or moved ones: known again. */
+				if (!index_store(ev))
+					return NULL;
+				done = evict_to(ev, target);
+			}
+		}
+		g_mutex_lock(&ev->lock);
+		if (!futile)
+			ev->exhausted = !done;
+		if (waiters) {
+			ev->passes++;
+			g_cond_broadcast(&ev->passed);
+		}
+		if (!ev->stop && !ev->waiters)
+			g_cond_wait_until(&ev->wake, &ev->lock, g_get_monotonic_time() + TICK_US);
+	}
+	g_mutex_unlock(&ev->lock);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ the API */
+
+void kvt_evictor_start(struct kvt_store *s, const struct kvt_evictor_opts *o)
+{
+	struct kvt_evictor *ev;
+
+	if (!s->usage)
+		return;
+	ev = g_new0(struct kvt_evictor, 1);
+	ev->s = s;
+	ev->o = *o;
+	g_mutex_init(&ev->lock);
+	g_cond_init(&ev->wake);
+	g_cond_init(&ev->passed);
+	ev->order = kvt_evict_new(o->policy, NULL);
+	ev->blocks = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	ev->pins = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	s->evictor = ev;
+	ev->thread = g_thread_new("kvt-evict", run, ev);
+}
+
+void kvt_evictor_stop(struct kvt_store *s)
+{
+	struct kvt_evictor *ev = s->evictor;
+
+	if (!ev)
+		return;
+	g_mutex_lock(&ev->lock);
+	ev->stop = true;
+	g_cond_broadcast(&ev->wake);
+	g_cond_broadcast(&ev->passed);
+	g_mutex_unlock(&ev->lock);
+	g_thread_join(ev->thread);
+	s->evictor = NULL;
+	kvt_evict_free(ev->order);
+	g_hash_table_destroy(ev->blocks);
+	g_hash_table_destroy(ev->pins);
+	g_mutex_clear(&ev->lock);
+	g_cond_clear(&ev->wake);
+	g_cond_clear(&ev->passed);
+	g_free(ev);
+}
+
+void kvt_evictor_stored(struct kvt_store *s, struct kvt_dir *d, const char *name, uint64_t key,
+			uint64_t size)
+{
+	struct kvt_evictor *ev = s->evictor;
+	g_autofree char *path = NULL;
+
+	if (!ev || !key)
+		return;
+	path = kvt_name_path(s, d, name);
+	if (g_str_has_prefix(path, "(moved)/"))
+		return; /* moved meanwhile: the next walk finds it */
+	g_mutex_lock(&ev->lock);
+	held(ev, block_new(key, size, path), true);
+	g_mutex_unlock(&ev->lock);
+}
+
+void kvt_evictor_moved(struct kvt_store *s, uint64_t key, struct kvt_dir *d, const char *name)
+{
+	struct kvt_evictor *ev = s->evictor;
+	g_autofree char *path = NULL;
+	struct block *b;
+
+	if (!ev)
+		return;
+	path = kvt_name_path(s, d, name);
+	g_mutex_lock(&ev->lock);
+	b = g_hash_table_lookup(ev->blocks, &key);
+	if (b && !g_str_has_prefix(path, "(moved)/")) {
+		b = block_new(key, b->size, path);
+		g_hash_table_replace(ev->blocks, b, b);
+	}
+	g_mutex_unlock(&ev->lock);
+}
+
+void kvt_evictor_pin(struct kvt_store *s, uint64_t key, bool load)
+{
+	struct kvt_evictor *ev = s->evictor;
+	gpointer k, v;
+
+	if (!ev || !key)
+		return;
+	g_mutex_lock(&ev->lock);
+	if (g_hash_table_lookup_extended(ev->pins, &key, &k, &v)) {
+		g_hash_table_steal(ev->pins, &key);
+	} else {
+		k = g_memdup2(&key, sizeof(key));
+		v = NULL;
+	}
+	g_hash_table_insert(ev->pins, k, GUINT_TO_POINTER(GPOINTER_TO_UINT(v) + 1));
+	if (load)
+		kvt_evict_touch(ev->order, key);
+	kvt_evict_pin(ev->order, key);
+	g_mutex_unlock(&ev->lock);
+}
+
+void kvt_evictor_unpin(struct kvt_store *s, uint64_t key)
+{
+	struct kvt_evictor *ev = s->evictor;
+	guint n;
+
+	if (!ev || !key)
+		return;
+	g_mutex_lock(&ev->lock);
+	n = GPOINTER_TO_UINT(g_hash_table_lookup(ev->pins, &key));
+	if (n > 1)
+		g_hash_table_insert(ev->pins, g_memdup2(&key, sizeof(key)), GUINT_TO_POINTER(n - 1));
+	else
+		g_hash_table_remove(ev->pins, &key);
+	if (n)
+		kvt_evict_unpin(ev->order, key);
+	/* Room may be there now for a store that was refused. */
+	ev->exhausted = false;
+	g_mutex_unlock(&ev->lock);
+}
+
+bool kvt_evictor_pinned(struct kvt_store *s, uint64_t key)
+{
+	struct kvt_evictor *ev = s->evictor;
+	bool pinned;
+
+	if (!ev)
+		return false;
+	g_mutex_lock(&ev->lock);
+	pinned = g_hash_table_contains(ev->pins, &key);
+	g_mutex_unlock(&ev->lock);
+	return pinned;
+}
+
+void kvt_evictor_forget(struct kvt_store *s, uint64_t key)
+{
+	struct kvt_evictor *ev = s->evictor;
+
+	if (!ev || !key)
+		return;
+	g_mutex_lock(&ev->lock);
+	g_hash_table_remove(ev->blocks, &key);
+	kvt_evict_remove(ev->order, key);
+	g_mutex_unlock(&ev->lock);
+}
+
+bool kvt_evictor_make_room(struct kvt_store *s, uint64_t size)
+{
+	struct kvt_evictor *ev = s->evictor;
+	gint64 until = g_get_monotonic_time() + ROOM_WAIT_US;
+	guint64 passes;
+	bool room;
+
+	if (!ev)
+		return false;
+	g_mutex_lock(&ev->lock);
+	if (!ev->indexed || ev->stop) {
+		g_mutex_unlock(&ev->lock);
+		return false;
+	}
+	ev->waiters++;
+	ev->wanted = MAX(ev->wanted, size);
+	passes = ev->passes;
+	g_cond_signal(&ev->wake);
+	while (ev->passes == passes && !ev->stop)
+		if (!g_cond_wait_until(&ev->passed, &ev->lock, until))
+			break;
+	room = ev->passes != passes && !ev->exhausted;
+	if (--ev->waiters == 0)
+		ev->wanted = 0;
+	g_mutex_unlock(&ev->lock);
+	return room;
+}
+
+bool kvt_evictor_info(struct kvt_store *s, struct kvt_evictor_info *out)
+{
+	struct kvt_evictor *ev = s->evictor;
+
+	memset(out, 0, sizeof(*out));
+	if (!ev)
+		return false;
+	g_mutex_lock(&ev->lock);
+	out->indexed = ev->indexed;
+	out->blocks = kvt_evict_count(ev->order);
+	out->bytes = kvt_evict_bytes(ev->order);
+	out->pinned_bytes = kvt_evict_pinned_bytes(ev->order);
+	out->policy = kvt_evict_policy_name(ev->o.policy);
+	g_mutex_unlock(&ev->lock);
+	return true;
+}
