@@ -338,10 +338,12 @@ int kvt_version_install(struct kvt_fs *fs, struct kvt_inode *ino, struct kvt_sta
 	g_autoptr(GHashTable) xattrs = NULL;
 
 	version_meta(ino, &meta, &xattrs);
-	if (prep->st && !kvt_publication_matches(prep, &meta, xattrs))
+	if (prep->st && !kvt_publication_matches(prep, &meta, xattrs)) {
 		/* A chmod or setxattr through an open descriptor since the
 		 * record was written: it is written again. */
+		g_debug("%s: its metadata changed since its record was written", name);
 		kvt_publication_abort(fs->store, prep);
+	}
 	if (prep->st)
 		return kvt_publication_install(fs->store, prep, d, name, out);
 	return kvt_store_publish(fs->store, st, d, name, &meta, xattrs,

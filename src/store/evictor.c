@@ -42,9 +42,10 @@ struct kvt_evictor {
 	GHashTable *blocks;      /* struct block, by key */
 	GHashTable *pins;        /* key (uint64_t *) -> opens, held or not */
 	bool stop, indexed, exhausted;
-	guint waiters;
-	uint64_t wanted;         /* the largest room a waiter asks for */
-	guint64 passes;
+	guint64 asked;           /* stores that waited for room, ever */
+	uint64_t wanted;         /* the most room one asked for since the
+				  * thread last looked */
+	guint64 passes;          /* passes made for stores that wait */
 	gint64 walked_at;        /* the thread's own */
 	struct kvt_log_every futile_log; /* the thread's own */
 };
@@ -172,7 +173,7 @@ static bool index_store(struct kvt_evictor *ev)
 	ev->indexed = true;
 	ev->walked_at = g_get_monotonic_time();
 	g_mutex_unlock(&ev->lock);
-	g_info("eviction: %u names of the store indexed in %.1f s (%s)", added,
+	g_info("eviction: an index of the store's %u names built in %.1f s (%s)", added,
 	       (double)(g_get_monotonic_time() - t0) / G_USEC_PER_SEC,
 	       kvt_evict_policy_name(ev->o.policy));
 	return true;
@@ -268,15 +269,16 @@ static bool evict_to(struct kvt_evictor *ev, uint64_t target)
 	if (evicted || kvt_log_due(&ev->futile_log, 10 * G_USEC_PER_SEC, &more))
 		g_message("eviction: %" G_GUINT64_FORMAT " names (%" G_GUINT64_FORMAT " bytes) in "
 			  "%.2f s: the tier held %" G_GUINT64_FORMAT " bytes, now %" G_GUINT64_FORMAT
-			  " of its budget %" G_GUINT64_FORMAT "%s",
+			  " of its budget %" G_GUINT64_FORMAT " (the pass's target %" G_GUINT64_FORMAT
+			  ")%s",
 			  evicted, bytes, (double)(g_get_monotonic_time() - t0) / G_USEC_PER_SEC,
-			  before, used, budget,
+			  before, used, budget, target,
 			  used > target ? ": nothing more can be evicted now" : "");
 	return used <= target;
 }
 
 /* What the usage should come down to now, or 0 when no pass is due. */
-static uint64_t due(struct kvt_evictor *ev, guint waiters, uint64_t wanted, uint64_t *target)
+static uint64_t due(struct kvt_evictor *ev, bool waiters, uint64_t wanted, uint64_t *target)
 {
 	uint64_t budget = kvt_usage_budget(ev->s), used, low;
 
@@ -295,17 +297,21 @@ static uint64_t due(struct kvt_evictor *ev, guint waiters, uint64_t wanted, uint
 static gpointer run(gpointer data)
 {
 	struct kvt_evictor *ev = data;
+	guint64 served = 0;
 
 	if (!index_store(ev))
 		return NULL;
 	g_mutex_lock(&ev->lock);
 	while (!ev->stop) {
-		guint waiters = ev->waiters;
+		/* Stores that asked since the last look: one served by the
+		 * last pass is not asking again, though it may not have
+		 * woken up yet. */
+		bool waiters = ev->asked != served;
 		uint64_t wanted = ev->wanted, target = 0;
-		bool done = true;
+		bool done = true, futile = ev->exhausted && !waiters;
 
-		bool futile = ev->exhausted && !waiters;
-
+		served = ev->asked;
+		ev->wanted = 0;
 		g_mutex_unlock(&ev->lock);
 		/* After a pass that could evict nothing, the next waits for a
 		 * change: a block stored or let go, or a store that waits. */
@@ -326,7 +332,7 @@ static gpointer run(gpointer data)
 			ev->passes++;
 			g_cond_broadcast(&ev->passed);
 		}
-		if (!ev->stop && !ev->waiters)
+		if (!ev->stop && ev->asked == served)
 			g_cond_wait_until(&ev->wake, &ev->lock, g_get_monotonic_time() + TICK_US);
 	}
 	g_mutex_unlock(&ev->lock);
@@ -490,7 +496,7 @@ bool kvt_evictor_make_room(struct kvt_store *s, uint64_t size)
 		g_mutex_unlock(&ev->lock);
 		return false;
 	}
-	ev->waiters++;
+	ev->asked++;
 	ev->wanted = MAX(ev->wanted, size);
 	passes = ev->passes;
 	g_cond_signal(&ev->wake);
@@ -498,8 +504,6 @@ bool kvt_evictor_make_room(struct kvt_store *s, uint64_t size)
 		if (!g_cond_wait_until(&ev->passed, &ev->lock, until))
 			break;
 	room = ev->passes != passes && !ev->exhausted;
-	if (--ev->waiters == 0)
-		ev->wanted = 0;
 	g_mutex_unlock(&ev->lock);
 	return room;
 }

@@ -38,8 +38,12 @@ int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
 		  struct stat *st)
 {
 	struct stat own;
-	kvt_autofd fd = kvt_dir_open_file(d, name, O_RDONLY, 0, st ? st : &own);
+	/* A lookup is no use of the name: the record's atime, which a load
+	 * sets (evictor.h), stays as it is. */
+	kvt_autofd fd = kvt_dir_open_file(d, name, O_RDONLY | O_NOATIME, 0, st ? st : &own);
 
+	if (fd == -EPERM) /* not ours and no CAP_FOWNER */
+		fd = kvt_dir_open_file(d, name, O_RDONLY, 0, st ? st : &own);
 	kvt_record_init(rec);
 	if (fd < 0)
 		return fd;
@@ -51,9 +55,12 @@ int kvt_name_read(struct kvt_dir *d, const char *name, struct kvt_record *rec,
 static int name_read_held(struct kvt_dir *d, const char *name, int held,
 			  struct kvt_record *rec, struct stat *st)
 {
-	kvt_autofd fd = S_ISREG(st->st_mode) ? kvt_file_reopen(held, O_RDONLY | O_NONBLOCK) : -1;
+	kvt_autofd fd = S_ISREG(st->st_mode) ?
+				kvt_file_reopen(held, O_RDONLY | O_NONBLOCK | O_NOATIME) : -1;
 	int ret;
 
+	if (fd == -EPERM && S_ISREG(st->st_mode))
+		fd = kvt_file_reopen(held, O_RDONLY | O_NONBLOCK);
 	if (fd < 0)
 		return kvt_name_read(d, name, rec, st);
 	kvt_record_init(rec);
