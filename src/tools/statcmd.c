@@ -1,5 +1,5 @@
-/* kvtierfs-stat: a mount's counters, space and recent purges, read from
- * the xattrs of its root (user.kvtierfs.stats, .mount, .purges), for a
+/* kvtierfs-stat: a mount's counters, space, budget and recent purges,
+ * read from the xattrs of its root (user.kvtierfs.stats, .mount, .purges), for a
  * person or, as JSON or Prometheus text, for a machine.  No socket: what
  * getfattr can read, this reads.  The daemon shows a caller other than
  * root (or the user who mounted) fewer counters, and purges without their
@@ -56,7 +56,7 @@ static const struct {
 	{ "evictions", "eviction", "Names the evictor removed to keep the tier under its budget" },
 	{ "evicted_bytes", "eviction", "Bytes of the objects of the names the evictor removed" },
 	{ "evict_passes", "eviction", "Eviction passes" },
-	{ "evict_pass_us", "eviction", "Microseconds the eviction passes took, in all" },
+	{ "evict_pass_us", "eviction", "Time the eviction passes took, in all" },
 	{ "lower_errors", "other", "Failures of the lower file system (EIO, ESTALE, ENOSPC, ...)" },
 };
 static const char *const groups[] = { "lookups", "stores", "loads",	"torn",
@@ -545,8 +545,9 @@ static void print_prometheus(const char *path, const struct sample *s)
 	for (guint i = 0; i < s->names->len; i++) {
 		const char *name = g_ptr_array_index(s->names, i);
 		guint64 n = g_array_index(s->values, guint64, i);
-		g_autofree char *metric = NULL, *v = NULL, *help = NULL;
 		const char *h = help_of(name);
+		g_autofree char *fallback = g_strdup_printf("kvtierfs counter %s", name);
+		g_autofree char *metric = NULL, *v = NULL, *help = NULL;
 
 		/* Prometheus's unit of time is the second: evict_pass_us is
 		 * kvtierfs_evict_pass_seconds_total. */
@@ -554,13 +555,13 @@ static void print_prometheus(const char *path, const struct sample *s)
 			metric = g_strdup_printf("%.*s_seconds_total", (int)(strlen(name) - 3), name);
 			v = g_strdup_printf("%" G_GUINT64_FORMAT ".%06" G_GUINT64_FORMAT,
 					    n / G_USEC_PER_SEC, n % G_USEC_PER_SEC);
-			help = g_strdup_printf("kvtierfs counter %s, in seconds", name);
+			help = g_strdup_printf("%s, in seconds", h ? h : fallback);
 		} else {
 			metric = g_strdup_printf("%s_total", name);
 			v = g_strdup_printf("%" G_GUINT64_FORMAT, n);
-			help = g_strdup_printf("kvtierfs counter %s", name);
+			help = g_strdup(h ? h : fallback);
 		}
-		prom_metric(metric, "counter", h && !is_usecs(name) ? h : help, labels, v);
+		prom_metric(metric, "counter", help, labels, v);
 	}
 }
 
