@@ -1,5 +1,5 @@
-/* kvtierfs-stat: a mount's counters, space and recent purges, read from
- * the xattrs of its root (user.kvtierfs.stats, .mount, .purges), for a
+/* kvtierfs-stat: a mount's counters, space, budget and recent purges,
+ * read from the xattrs of its root (user.kvtierfs.stats, .mount, .purges), for a
  * person or, as JSON or Prometheus text, for a machine.  No socket: what
  * getfattr can read, this reads.  The daemon shows a caller other than
  * root (or the user who mounted) fewer counters, and purges without their
@@ -53,9 +53,14 @@ static const struct {
 	{ "scrub_bytes", "torn", "Bytes the scrub hashed" },
 	{ "scrub_rotten", "torn", "Objects the scrub found rotten, removed" },
 	{ "scrub_passes", "torn", "Scrub passes over the whole store" },
+	{ "evictions", "eviction", "Names the evictor removed to keep the tier under its budget" },
+	{ "evicted_bytes", "eviction", "Bytes of the objects of the names the evictor removed" },
+	{ "evict_passes", "eviction", "Eviction passes" },
+	{ "evict_pass_us", "eviction", "Time the eviction passes took, in all" },
 	{ "lower_errors", "other", "Failures of the lower file system (EIO, ESTALE, ENOSPC, ...)" },
 };
-static const char *const groups[] = { "lookups", "stores", "loads", "torn", "removals", "other" };
+static const char *const groups[] = { "lookups", "stores", "loads",	"torn",
+				      "removals", "eviction", "other" };
 
 struct sample {
 	GPtrArray *names;	/* counters, in the daemon's order */
@@ -182,9 +187,24 @@ static int index_of(const struct sample *s, const char *name)
 	return -1;
 }
 
+/* A counter of microseconds (the time passes took): shown as a time. */
+static bool is_usecs(const char *name)
+{
+	return g_str_has_suffix(name, "_us");
+}
+
 static char *human_size(guint64 v)
 {
 	return g_format_size_full(v, G_FORMAT_SIZE_IEC_UNITS);
+}
+
+static char *human_usecs(guint64 v)
+{
+	if (v < 1000)
+		return g_strdup_printf("%" G_GUINT64_FORMAT " us", v);
+	if (v < G_USEC_PER_SEC)
+		return g_strdup_printf("%.1f ms", v / 1e3);
+	return g_strdup_printf("%.1f s", v / 1e6);
 }
 
 static const char *mount_value(const struct sample *s, const char *key)
@@ -192,6 +212,71 @@ static const char *mount_value(const struct sample *s, const char *key)
 	const char *v = g_hash_table_lookup(s->mount, key);
 
 	return v ? v : "?";
+}
+
+/* The budget's lines of user.kvtierfs.mount (xattr.c): absent without
+ * a budget, usage absent until the mount has counted it, the index's
+ * without an evictor. */
+struct budget {
+	guint64 bytes;
+	bool counted;
+	guint64 usage;
+	const char *evict;	/* "off" without an evictor */
+	bool evictor, indexed;
+	guint64 indexed_blocks, indexed_bytes, pinned_bytes;
+};
+
+static bool mount_u64(const struct sample *s, const char *key, guint64 *out)
+{
+	const char *v = g_hash_table_lookup(s->mount, key);
+
+	return v && g_ascii_string_to_unsigned(v, 10, 0, G_MAXUINT64, out, NULL);
+}
+
+/* False when the mount has no budget. */
+static bool budget_of(const struct sample *s, struct budget *b)
+{
+	guint64 indexed = 0;
+
+	memset(b, 0, sizeof(*b));
+	if (!mount_u64(s, "budget", &b->bytes))
+		return false;
+	b->counted = mount_u64(s, "usage", &b->usage);
+	b->evict = g_hash_table_lookup(s->mount, "evict");
+	if (!b->evict)
+		b->evict = "off";
+	b->evictor = strcmp(b->evict, "off") && mount_u64(s, "indexed", &indexed) &&
+		     mount_u64(s, "indexed_blocks", &b->indexed_blocks) &&
+		     mount_u64(s, "indexed_bytes", &b->indexed_bytes) &&
+		     mount_u64(s, "pinned_bytes", &b->pinned_bytes);
+	b->indexed = indexed != 0;
+	return true;
+}
+
+static double budget_pct(const struct budget *b)
+{
+	return b->bytes ? 100.0 * (double)b->usage / (double)b->bytes : 0;
+}
+
+/* "  budget   6.0 MiB used of 8.0 MiB (75.0%), ..." */
+static void print_budget(const struct budget *b)
+{
+	g_autofree char *total = human_size(b->bytes), *used = human_size(b->usage);
+	g_autofree char *pinned = human_size(b->pinned_bytes);
+	g_autofree char *ibytes = human_size(b->indexed_bytes);
+
+	printf("  %-8s ", "budget");
+	if (b->counted)
+		printf("%s used of %s (%.1f%%)", used, total, budget_pct(b));
+	else
+		printf("%s, usage being counted", total);
+	if (!b->evictor) {
+		printf("; evict off\n");
+		return;
+	}
+	printf(", %s pinned; evict %s, %s %" G_GUINT64_FORMAT " blocks, %s%s\n", pinned, b->evict,
+	       b->indexed ? "indexed" : "index being built:", b->indexed_blocks, ibytes,
+	       b->indexed ? "" : " so far");
 }
 
 static void print_human(const char *path, const struct sample *s, const struct sample *prev)
@@ -203,6 +288,8 @@ static void print_human(const char *path, const struct sample *s, const struct s
 	double secs = prev ? (s->when - prev->when) / 1e6 : 0;
 	gint64 started = g_ascii_strtoll(mount_value(s, "started"), NULL, 10);
 	gint64 up = started > 0 ? g_get_real_time() / G_USEC_PER_SEC - started : -1;
+	struct budget b;
+	bool has_budget = budget_of(s, &b);
 
 	printf("kvtierfs on %s: store %s, version %s, pid %s, up %" G_GINT64_FORMAT
 	       "h%02" G_GINT64_FORMAT "m%02" G_GINT64_FORMAT "s, verify %s%s\n",
@@ -211,9 +298,14 @@ static void print_human(const char *path, const struct sample *s, const struct s
 	       !strcmp(mount_value(s, "shared"), "1") ? ", shared with another mount" : "");
 	printf("  %-8s %s used, %s free of %s; %llu of %llu inodes free\n", "space", u, a, t,
 	       (unsigned long long)s->sv.f_ffree, (unsigned long long)s->sv.f_files);
+	if (has_budget)
+		print_budget(&b);
 	for (size_t g = 0; g < G_N_ELEMENTS(groups); g++) {
 		g_autoptr(GString) line = g_string_new(NULL);
 
+		/* Without a budget there is no evictor: its counters stay 0. */
+		if (!has_budget && !strcmp(groups[g], "eviction"))
+			continue;
 		for (guint i = 0; i < s->names->len; i++) {
 			const char *name = g_ptr_array_index(s->names, i);
 			guint64 v = g_array_index(s->values, guint64, i);
@@ -225,6 +317,12 @@ static void print_human(const char *path, const struct sample *s, const struct s
 				g_autofree char *h = human_size(v);
 
 				g_string_append_printf(line, "  %s %s", name, h);
+			} else if (is_usecs(name)) {
+				g_autofree char *h = human_usecs(v);
+
+				/* evict_pass_us as evict_pass_time */
+				g_string_append_printf(line, "  %.*s_time %s",
+						       (int)(strlen(name) - 3), name, h);
 			} else {
 				g_string_append_printf(line, "  %s %" G_GUINT64_FORMAT, name, v);
 			}
@@ -236,6 +334,9 @@ static void print_human(const char *path, const struct sample *s, const struct s
 					g_autofree char *h = human_size((guint64)llround(rate));
 
 					g_string_append_printf(line, " (%s/s)", h);
+				} else if (is_usecs(name)) {
+					/* microseconds a second: the share of the time */
+					g_string_append_printf(line, " (%.1f%% busy)", rate / 1e4);
 				} else {
 					g_string_append_printf(line, " (%.1f/s)", rate);
 				}
@@ -279,6 +380,7 @@ static void print_json(const char *path, const struct sample *s, const struct sa
 	g_autoptr(GString) o = g_string_new("{\"mountpoint\":");
 	double secs = prev ? (s->when - prev->when) / 1e6 : 0;
 	static const char *const ints[] = { "pid", "started", "shared" };
+	struct budget b;
 
 	json_str(o, path);
 	g_string_append(o, ",\"store\":");
@@ -297,6 +399,23 @@ static void print_json(const char *path, const struct sample *s, const struct sa
 			       (unsigned long long)s->sv.f_bavail * s->sv.f_frsize,
 			       (unsigned long long)s->sv.f_files,
 			       (unsigned long long)s->sv.f_ffree);
+	if (budget_of(s, &b)) {
+		g_string_append_printf(o, ",\"budget\":{\"bytes\":%" G_GUINT64_FORMAT, b.bytes);
+		if (b.counted)
+			g_string_append_printf(o, ",\"usage_bytes\":%" G_GUINT64_FORMAT
+					       ",\"usage_percent\":%.1f", b.usage, budget_pct(&b));
+		else
+			g_string_append(o, ",\"usage_bytes\":null,\"usage_percent\":null");
+		g_string_append(o, ",\"evict\":");
+		json_str(o, b.evictor ? b.evict : "off");
+		if (b.evictor)
+			g_string_append_printf(o, ",\"pinned_bytes\":%" G_GUINT64_FORMAT
+					       ",\"indexed\":%s,\"indexed_blocks\":%" G_GUINT64_FORMAT
+					       ",\"indexed_bytes\":%" G_GUINT64_FORMAT,
+					       b.pinned_bytes, b.indexed ? "true" : "false",
+					       b.indexed_blocks, b.indexed_bytes);
+		g_string_append(o, "}");
+	}
 	g_string_append(o, ",\"counters\":{");
 	for (guint i = 0; i < s->names->len; i++)
 		g_string_append_printf(o, "%s\"%s\":%" G_GUINT64_FORMAT, i ? "," : "",
@@ -361,8 +480,39 @@ static void prom_metric(const char *name, const char *type, const char *help,
 	       name, type, name, labels, value);
 }
 
+static void prom_gauge(const char *name, const char *help, const char *labels, guint64 v)
+{
+	g_autofree char *value = g_strdup_printf("%" G_GUINT64_FORMAT, v);
+
+	prom_metric(name, "gauge", help, labels, value);
+}
+
+/* @mp: the mount point, escaped as a label value. */
+static void prom_budget(const struct budget *b, const char *labels, const char *mp)
+{
+	g_autofree char *policy = prom_label(b->evictor ? b->evict : "off");
+	g_autofree char *info = g_strdup_printf("mountpoint=\"%s\",policy=\"%s\"", mp, policy);
+
+	prom_gauge("budget_bytes", "Bytes the tier's objects may hold (-o max_size, -o min_free)",
+		   labels, b->bytes);
+	if (b->counted)
+		prom_gauge("usage_bytes", "Bytes the tier's objects hold", labels, b->usage);
+	prom_metric("evict_info", "gauge", "The eviction policy (-o evict), off without an evictor",
+		    info, "1");
+	if (!b->evictor)
+		return;
+	prom_gauge("pinned_bytes", "Bytes of the blocks open, which are never evicted", labels,
+		   b->pinned_bytes);
+	prom_gauge("indexed", "1 once the evictor's index holds the whole store", labels,
+		   b->indexed);
+	prom_gauge("indexed_blocks", "Blocks in the evictor's index", labels, b->indexed_blocks);
+	prom_gauge("indexed_bytes", "Bytes of the blocks in the evictor's index", labels,
+		   b->indexed_bytes);
+}
+
 static void print_prometheus(const char *path, const struct sample *s)
 {
+	struct budget b;
 	g_autofree char *mp = prom_label(path);
 	g_autofree char *store = prom_label(mount_value(s, "store"));
 	g_autofree char *version = prom_label(mount_value(s, "version"));
@@ -390,15 +540,28 @@ static void print_prometheus(const char *path, const struct sample *s)
 
 		prom_metric(gauges[i].name, "gauge", gauges[i].help, labels, v);
 	}
+	if (budget_of(s, &b))
+		prom_budget(&b, labels, mp);
 	for (guint i = 0; i < s->names->len; i++) {
 		const char *name = g_ptr_array_index(s->names, i);
-		g_autofree char *metric = g_strdup_printf("%s_total", name);
-		g_autofree char *v = g_strdup_printf("%" G_GUINT64_FORMAT,
-						     g_array_index(s->values, guint64, i));
-		g_autofree char *help = g_strdup_printf("kvtierfs counter %s", name);
+		guint64 n = g_array_index(s->values, guint64, i);
 		const char *h = help_of(name);
+		g_autofree char *fallback = g_strdup_printf("kvtierfs counter %s", name);
+		g_autofree char *metric = NULL, *v = NULL, *help = NULL;
 
-		prom_metric(metric, "counter", h ? h : help, labels, v);
+		/* Prometheus's unit of time is the second: evict_pass_us is
+		 * kvtierfs_evict_pass_seconds_total. */
+		if (is_usecs(name)) {
+			metric = g_strdup_printf("%.*s_seconds_total", (int)(strlen(name) - 3), name);
+			v = g_strdup_printf("%" G_GUINT64_FORMAT ".%06" G_GUINT64_FORMAT,
+					    n / G_USEC_PER_SEC, n % G_USEC_PER_SEC);
+			help = g_strdup_printf("%s, in seconds", h ? h : fallback);
+		} else {
+			metric = g_strdup_printf("%s_total", name);
+			v = g_strdup_printf("%" G_GUINT64_FORMAT, n);
+			help = g_strdup(h ? h : fallback);
+		}
+		prom_metric(metric, "counter", help, labels, v);
 	}
 }
 
