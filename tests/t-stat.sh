@@ -175,7 +175,7 @@ LOWER=$T/lower-budget
 mkdir -m 0700 "$LOWER" || bail "mkdir $LOWER"
 mount_at=$(stat -c %s "$T/daemon.log")
 kvt_mount max_size=8M
-kvt_wait_log "names of the store indexed" 1 "$mount_at" &&
+kvt_wait_log "eviction: an index of the store.s [0-9]+ names built" 1 "$mount_at" &&
 	kvt_wait_log "the store's objects hold 0 bytes" 1 "$mount_at"
 ok $? "the budget's mount has counted its usage and indexed its store"
 head -c $((20 * MiB)) /dev/urandom >"$T/blocks" || bail "random bytes"
