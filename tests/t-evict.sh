@@ -19,11 +19,14 @@
 #    statfs sampled at 10 Hz never shows more than the budget, every
 #    name left reads back whole.
 # 7. A name removed below the mount meanwhile is passed over.
+# 8. Two mounts of one store: one evicts past evict_high at a time; the
+#    other makes room for its own stores only (none fails), and takes over
+#    once the first is gone.
 # kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root
-plan 41
+plan 51
 kvt_setup
 MiB=1048576
 BUDGET=$((8 * MiB))
@@ -203,3 +206,36 @@ for i in 1 2 3 4 5 6 7 8; do store "$i" || break; done
 [ "$i" = 8 ] && [ -e "$MNT/b8.bin" ]
 ok $? "a record removed below the mount: the evictor passes over it, 8 more stores go"
 kvt_umount
+rm -rf "$LOWER" && mkdir -m 0700 "$LOWER"
+
+# --- 8. two mounts of one store --------------------------------------
+MNT2=$T/mnt2
+mkdir "$MNT2"
+mount_tier max_size=8M,evict=lru
+for i in 1 2 3 4 5 6 7 8; do store "$i"; done
+passes 1
+ok $? "mount A evicts past evict_high"
+at2=$(stat -c %s "$T/daemon.log")
+kvt_start "$LOWER" "$MNT2" max_size=8M,evict=lru
+PIDB=$KVT_LAST_PID
+kvt_wait_log "the store's objects hold 6291456 bytes" 1 "$at2"
+ok $? "mount B counts the store A left: 6 MiB"
+bad=0
+for i in 9 10 11 12; do
+	cp "$T/b$i" "$MNT2/b$i.tmp" && mv "$MNT2/b$i.tmp" "$MNT2/b$i.bin" || bad=$((bad + 1))
+done
+[ "$bad" = 0 ]
+ok $? "B stores 4 blocks past the budget: none fails"
+kvt_wait_log 'eviction: another mount evicts from this store past evict_high' 1 "$at2"
+ok $? "B leaves the passes past evict_high to A, and says so once"
+evb=$(kvt_stat "$MNT2" evictions) eva=$(kvt_stat "$MNT" evictions)
+kvt_num_cmp "$evb" -ge 1 && [ "$eva" = 2 ]
+ok $? "B evicted to make room for its own stores ($evb), A nothing more ($eva)"
+kvt_umount
+at3=$(stat -c %s "$T/daemon.log")
+for i in 1 2 3 4 5 6 7 8; do
+	cp "$T/b$i" "$MNT2/c$i.tmp" && mv "$MNT2/c$i.tmp" "$MNT2/c$i.bin" || break
+done
+kvt_wait_log 'eviction: this mount now evicts from this store past evict_high' 1 "$at3"
+ok $? "A gone, B takes the passes over"
+kvt_stop "$MNT2" "$PIDB"

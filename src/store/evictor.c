@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "layout.h"
 #include "log.h"
 #include "lower.h"
 #include "name.h"
@@ -47,6 +49,9 @@ struct kvt_evictor {
 				  * thread last looked */
 	guint64 passes;          /* passes made for stores that wait */
 	gint64 walked_at;        /* the thread's own */
+	int lead_fd;             /* the thread's own: holds the evictor's lock
+				  * (layout.h), or -1 */
+	bool deferring;          /* the thread's own */
 	struct kvt_log_every futile_log; /* the thread's own */
 };
 
@@ -277,6 +282,37 @@ static bool evict_to(struct kvt_evictor *ev, uint64_t target)
 	return used <= target;
 }
 
+/* Whether this mount makes the passes past the high watermark: one mount
+ * of a store at a time (layout.h), as one reclaims; the others make room
+ * for their own stores only, and take over when it is gone. */
+static bool lead(struct kvt_evictor *ev)
+{
+	int fd;
+
+	if (ev->lead_fd >= 0)
+		return true;
+	fd = kvt_layout_lock_evictor(&ev->s->layout);
+	if (fd == -EAGAIN) {
+		if (!ev->deferring)
+			g_message("eviction: another mount evicts from this store past evict_high; "
+				  "this one makes room for its own stores only, and takes over when "
+				  "it is gone");
+		ev->deferring = true;
+		return false;
+	}
+	if (fd < 0) {
+		/* No byte-range lock there, or the marker not writable: each
+		 * mount evicts, which is safe, only dearer. */
+		g_debug("%s: evictor's lock: %s; evicting anyway", KVT_MARKER, g_strerror(-fd));
+		return true;
+	}
+	if (ev->deferring)
+		g_message("eviction: this mount now evicts from this store past evict_high");
+	ev->deferring = false;
+	ev->lead_fd = fd;
+	return true;
+}
+
 /* What the usage should come down to now, or 0 when no pass is due. */
 static uint64_t due(struct kvt_evictor *ev, bool waiters, uint64_t wanted, uint64_t *target)
 {
@@ -287,7 +323,7 @@ static uint64_t due(struct kvt_evictor *ev, bool waiters, uint64_t wanted, uint6
 	low = budget / 100 * ev->o.low_pct;
 	if (waiters)
 		*target = MIN(low, budget > wanted ? budget - wanted : 0);
-	else if (used > budget / 100 * ev->o.high_pct)
+	else if (used > budget / 100 * ev->o.high_pct && lead(ev))
 		*target = low;
 	else
 		return 0;
@@ -353,6 +389,7 @@ void kvt_evictor_start(struct kvt_store *s, const struct kvt_evictor_opts *o)
 	g_mutex_init(&ev->lock);
 	g_cond_init(&ev->wake);
 	g_cond_init(&ev->passed);
+	ev->lead_fd = -1;
 	ev->order = kvt_evict_new(o->policy, NULL);
 	ev->blocks = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	ev->pins = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
@@ -373,6 +410,8 @@ void kvt_evictor_stop(struct kvt_store *s)
 	g_mutex_unlock(&ev->lock);
 	g_thread_join(ev->thread);
 	s->evictor = NULL;
+	if (ev->lead_fd >= 0)
+		close(ev->lead_fd);
 	kvt_evict_free(ev->order);
 	g_hash_table_destroy(ev->blocks);
 	g_hash_table_destroy(ev->pins);

@@ -26,6 +26,16 @@
  * under low_pct.  Its cost grows with the blocks it evicts (and the
  * pinned ones it passes), not with the blocks held.  One log line a pass.
  *
+ * Several mounts of one store (other hosts): one of them makes the passes
+ * past high_pct, the one that holds the evictor's lock on the marker
+ * (layout.h), as one reclaims orphans; the others make room for their own
+ * stores only, and one of them takes over when it is gone.  A mount sees
+ * the others' stores in its usage at the next count (usage.h, every
+ * KVT_USAGE_RECOUNT_S), and their names in its index at its next walk:
+ * until then the store may hold more than the budget by what the others
+ * stored since.  A load on another host is seen in the record's atime by
+ * the next walk only.
+ *
  * Memory: the index's (evict.h, 90-180 bytes a block) plus, per block,
  * its path below names/ and 32 bytes (the entry, the table's slot and
  * malloc's header): about 280 bytes for vLLM's 100-byte paths

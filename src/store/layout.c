@@ -396,10 +396,16 @@ int kvt_staging_lock(struct kvt_dir *stage, bool create)
 
 /* Past any marker's end: the byte is nobody's data. */
 #define RECLAIMER_BYTE 4096
+#define EVICTOR_BYTE 4097
 
 int kvt_layout_lock_reclaimer(struct kvt_layout *l)
 {
 	return take_lock(l->root, KVT_MARKER, 0, RECLAIMER_BYTE, 1);
+}
+
+int kvt_layout_lock_evictor(struct kvt_layout *l)
+{
+	return take_lock(l->root, KVT_MARKER, 0, EVICTOR_BYTE, 1);
 }
 
 int kvt_staging_live(struct kvt_layout *l, const char *name)

@@ -20,7 +20,8 @@
  * OFD write lock on one byte of the marker, past its end
  * (kvt_layout_lock_reclaimer): each pass reads every record, and on a
  * shared file system N hosts passing would cost its server N times the
- * reads for no more orphans found.
+ * reads for no more orphans found.  One mount evicts in the background
+ * at a time too, by the byte after it (kvt_layout_lock_evictor).
  * moves/ came after format 1 was fixed: a store made before it gets it at
  * its next mount, and a store without it is read as one where no move is
  * in progress. */
@@ -117,6 +118,9 @@ int kvt_staging_lock(struct kvt_dir *stage, bool create);
 /* Takes the reclaimer's lock (above): -EAGAIN if another live mount holds
  * it.  The fd holds the lock; close it to let go. */
 int kvt_layout_lock_reclaimer(struct kvt_layout *l);
+/* The same for the evictor's passes past the high watermark (evictor.h):
+ * the byte after the reclaimer's. */
+int kvt_layout_lock_evictor(struct kvt_layout *l);
 /* "a FIFO", "a symbolic link"...: what is at @d/@name instead of what the
  * layout wants there. */
 const char *kvt_layout_what_is(struct kvt_dir *d, const char *name);
