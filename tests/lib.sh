@@ -717,6 +717,9 @@ kvt_wait_log() {
 	done
 	kill "$pid" 2>/dev/null
 	exec {fd}<&-
+	# Gone before we go on: it holds copies of the caller's descriptors
+	# (files open on a mount that is unmounted next).
+	wait "$pid" 2>/dev/null
 	[ "$k" -ge "${2:-1}" ]
 }
 

@@ -42,7 +42,7 @@ static bool in_use(struct kvt_inode *ino)
 	return ino->writers || kvt_inode_pending(ino) || ino->cache_readers;
 }
 
-static int evict_name(void *data, const char *path, uint64_t key)
+static int evict_name(void *data, const char *path, uint64_t key, gint64 used_at)
 {
 	struct kvt_fs *fs = data;
 	const char *slash = strrchr(path, '/');
@@ -77,6 +77,8 @@ static int evict_name(void *data, const char *path, uint64_t key)
 		ret = -ESTALE; /* replaced since, or never a block */
 	else if (ret == 0 && (kvt_evictor_pinned(fs->store, key) || (child && in_use(child))))
 		ret = -EBUSY;
+	else if (ret == 0 && st.st_atim.tv_sec > used_at)
+		ret = -EAGAIN; /* loaded on another host since */
 	if (ret == 0)
 		ret = kvt_name_remove(fs->store, d, name);
 	if (child)

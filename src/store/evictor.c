@@ -22,6 +22,7 @@
 struct block {
 	uint64_t key;
 	uint64_t size;
+	gint64 used_at;          /* its last use known here, unix seconds */
 	char path[];
 };
 
@@ -55,13 +56,14 @@ struct kvt_evictor {
 	struct kvt_log_every futile_log; /* the thread's own */
 };
 
-static struct block *block_new(uint64_t key, uint64_t size, const char *path)
+static struct block *block_new(uint64_t key, uint64_t size, gint64 used_at, const char *path)
 {
 	size_t len = strlen(path) + 1;
 	struct block *b = g_malloc(sizeof(*b) + len);
 
 	b->key = key;
 	b->size = size;
+	b->used_at = used_at;
 	memcpy(b->path, path, len);
 	return b;
 }
@@ -172,7 +174,7 @@ static bool index_store(struct kvt_evictor *ev)
 
 		if (g_hash_table_contains(ev->blocks, &f->key))
 			continue;
-		held(ev, block_new(f->key, f->size, f->path), false);
+		held(ev, block_new(f->key, f->size, f->atime.tv_sec, f->path), false);
 		added++;
 	}
 	ev->indexed = true;
@@ -192,6 +194,7 @@ static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, uint64_t *evicte
 {
 	g_autofree char *path = NULL;
 	uint64_t size = 0;
+	gint64 used_at = 0;
 	struct block *b;
 	int ret;
 
@@ -200,11 +203,12 @@ static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, uint64_t *evicte
 	if (b) {
 		path = g_strdup(b->path);
 		size = b->size;
+		used_at = b->used_at;
 	}
 	g_mutex_unlock(&ev->lock);
 	if (!path)
 		return 0;
-	ret = ev->o.evict_name(ev->o.data, path, key);
+	ret = ev->o.evict_name(ev->o.data, path, key, used_at);
 	g_mutex_lock(&ev->lock);
 	b = g_hash_table_lookup(ev->blocks, &key);
 	if (ret == 0 || ret == -ENOENT || ret == -ESTALE) {
@@ -212,7 +216,10 @@ static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, uint64_t *evicte
 			g_hash_table_remove(ev->blocks, &key);
 		kvt_evict_remove(ev->order, key);
 	} else if (b) {
-		/* In use, or a lower error: it stays, as used. */
+		/* In use, used on another host, or a lower error: it stays,
+		 * as used. */
+		if (ret == -EAGAIN)
+			b->used_at = g_get_real_time() / G_USEC_PER_SEC;
 		kvt_evict_insert(ev->order, key, b->size);
 		for (guint i = GPOINTER_TO_UINT(g_hash_table_lookup(ev->pins, &key)); i; i--)
 			kvt_evict_pin(ev->order, key);
@@ -222,7 +229,7 @@ static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, uint64_t *evicte
 		(*evicted)++;
 		return size;
 	}
-	if (ret != -ENOENT && ret != -ESTALE && ret != -EBUSY)
+	if (ret != -ENOENT && ret != -ESTALE && ret != -EBUSY && ret != -EAGAIN)
 		g_debug("eviction of %s: %s", path, g_strerror(-ret));
 	return 0;
 }
@@ -234,7 +241,6 @@ static bool evict_to(struct kvt_evictor *ev, uint64_t target)
 	gint64 t0 = g_get_monotonic_time();
 	uint64_t used, evicted = 0, bytes = 0, before, tries, budget;
 	guint64 more;
-	bool any = true;
 
 	if (!kvt_usage_get(ev->s, &used))
 		return false;
@@ -244,23 +250,23 @@ static bool evict_to(struct kvt_evictor *ev, uint64_t target)
 	 * cannot be removed comes back as used. */
 	tries = kvt_evict_count(ev->order);
 	g_mutex_unlock(&ev->lock);
-	while (used > target && tries && any) {
+	/* A block gone meanwhile (another mount evicted it, a client
+	 * removed it) frees nothing but leaves the index: the next choice
+	 * goes on from there. */
+	while (used > target && tries) {
 		g_array_set_size(victims, 0);
 		g_mutex_lock(&ev->lock);
 		kvt_evict_choose(ev->order, MIN(used - target, (uint64_t)1 << 30), victims);
 		g_mutex_unlock(&ev->lock);
-		any = false;
+		if (!victims->len)
+			break;
 		for (guint i = 0; i < victims->len && tries; i++, tries--) {
-			uint64_t freed = evict_one(ev, g_array_index(victims, uint64_t, i), &evicted);
-
-			bytes += freed;
-			any = any || freed;
+			bytes += evict_one(ev, g_array_index(victims, uint64_t, i), &evicted);
 			if (stopping(ev))
 				return true;
 		}
 		if (!kvt_usage_get(ev->s, &used))
 			break;
-		any = any && victims->len;
 	}
 	budget = kvt_usage_budget(ev->s);
 	kvt_store_count(ev->s, KVT_STAT_evict_passes, 1);
@@ -313,6 +319,12 @@ static bool lead(struct kvt_evictor *ev)
 	return true;
 }
 
+/* @pct% of @bytes, exact: evict_high=100 is the budget itself. */
+static uint64_t pct_of(uint64_t bytes, unsigned pct)
+{
+	return bytes / 100 * pct + bytes % 100 * pct / 100;
+}
+
 /* What the usage should come down to now, or 0 when no pass is due. */
 static uint64_t due(struct kvt_evictor *ev, bool waiters, uint64_t wanted, uint64_t *target)
 {
@@ -320,10 +332,14 @@ static uint64_t due(struct kvt_evictor *ev, bool waiters, uint64_t wanted, uint6
 
 	if (!budget || !kvt_usage_get(ev->s, &used))
 		return 0;
-	low = budget / 100 * ev->o.low_pct;
-	if (waiters)
+	low = pct_of(budget, ev->o.low_pct);
+	if (waiters) {
+		/* Ours to make; and the lead, if the mount that had it is
+		 * gone. */
+		(void)lead(ev);
 		*target = MIN(low, budget > wanted ? budget - wanted : 0);
-	else if (used > budget / 100 * ev->o.high_pct && lead(ev))
+	}
+	else if (used > pct_of(budget, ev->o.high_pct) && lead(ev))
 		*target = low;
 	else
 		return 0;
@@ -433,7 +449,7 @@ void kvt_evictor_stored(struct kvt_store *s, struct kvt_dir *d, const char *name
 	if (g_str_has_prefix(path, "(moved)/"))
 		return; /* moved meanwhile: the next walk finds it */
 	g_mutex_lock(&ev->lock);
-	held(ev, block_new(key, size, path), true);
+	held(ev, block_new(key, size, g_get_real_time() / G_USEC_PER_SEC, path), true);
 	g_mutex_unlock(&ev->lock);
 }
 
@@ -449,7 +465,7 @@ void kvt_evictor_moved(struct kvt_store *s, uint64_t key, struct kvt_dir *d, con
 	g_mutex_lock(&ev->lock);
 	b = g_hash_table_lookup(ev->blocks, &key);
 	if (b && !g_str_has_prefix(path, "(moved)/")) {
-		b = block_new(key, b->size, path);
+		b = block_new(key, b->size, b->used_at, path);
 		g_hash_table_replace(ev->blocks, b, b);
 	}
 	g_mutex_unlock(&ev->lock);
@@ -470,8 +486,9 @@ void kvt_evictor_pin(struct kvt_store *s, uint64_t key, bool load)
 		v = NULL;
 	}
 	g_hash_table_insert(ev->pins, k, GUINT_TO_POINTER(GPOINTER_TO_UINT(v) + 1));
-	if (load)
-		kvt_evict_touch(ev->order, key);
+	if (load && kvt_evict_touch(ev->order, key))
+		((struct block *)g_hash_table_lookup(ev->blocks, &key))->used_at =
+			g_get_real_time() / G_USEC_PER_SEC;
 	kvt_evict_pin(ev->order, key);
 	g_mutex_unlock(&ev->lock);
 }

@@ -30,11 +30,11 @@
  * past high_pct, the one that holds the evictor's lock on the marker
  * (layout.h), as one reclaims orphans; the others make room for their own
  * stores only, and one of them takes over when it is gone.  A mount sees
- * the others' stores in its usage at the next count (usage.h, every
- * KVT_USAGE_RECOUNT_S), and their names in its index at its next walk:
- * until then the store may hold more than the budget by what the others
- * stored since.  A load on another host is seen in the record's atime by
- * the next walk only.
+ * the others' stores in its usage within a second (ledger.h), and their
+ * names in its index at its next walk (when it finds nothing to evict).  A load on another host sets the record's atime: a
+ * block chosen to go whose atime is later than its last use known here
+ * stays, as used (one stat a block chosen, which evict_name makes
+ * anyway).
  *
  * Memory: the index's (evict.h, 90-180 bytes a block) plus, per block,
  * its path below names/ and 32 bytes (the entry, the table's slot and
@@ -42,6 +42,7 @@
  * (KVT_EVICTOR_BYTES_PER_BLOCK is the bound tests hold it to, for such
  * paths).  Knows nothing of FUSE. */
 #pragma once
+#include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -54,11 +55,13 @@ struct kvt_dir;
 #define KVT_EVICTOR_BYTES_PER_BLOCK 400
 
 /* Removes the name @path (below names/) if it still holds the record
- * file @key and nothing has it open: 0 once removed; -EBUSY when it is in
- * use (it stays, as used); -ENOENT or -ESTALE when the name is gone or
- * holds another record (the block is forgotten); another -errno for a
- * lower error (it stays). */
-typedef int (*kvt_evict_name_fn)(void *data, const char *path, uint64_t key);
+ * file @key, nothing has it open and its atime is not later than
+ * @used_at (unix seconds: its last use this mount knows of): 0 once
+ * removed; -EBUSY when it is in use, -EAGAIN when its atime says it was
+ * used since (a load on another host): it stays, as used; -ENOENT or
+ * -ESTALE when the name is gone or holds another record (the block is
+ * forgotten); another -errno for a lower error (it stays). */
+typedef int (*kvt_evict_name_fn)(void *data, const char *path, uint64_t key, gint64 used_at);
 
 struct kvt_evictor_opts {
 	enum kvt_evict_policy policy;

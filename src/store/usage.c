@@ -6,6 +6,7 @@
 #include <sys/statvfs.h>
 
 #include "evictor.h"
+#include "ledger.h"
 #include "log.h"
 #include "lower.h"
 #include "store-int.h"
@@ -13,16 +14,22 @@
 #define LOG_EVERY_US (10 * G_USEC_PER_SEC)
 /* How long a look at the lower file system's free space is used. */
 #define STATVFS_AGE_US G_USEC_PER_SEC
+/* How often the other mounts' moves are looked at (ledger.h). */
+#define LEDGER_TICK_US G_USEC_PER_SEC
 
 struct kvt_usage {
 	uint64_t max_bytes;
 	unsigned min_free_pct;
 	gint64 moves;       /* atomic: every move since the open */
 	gint64 base;        /* atomic: the last count, less the moves before it */
+	gint64 others;      /* atomic: what other mounts moved since (ledger.h) */
+	struct kvt_ledger *ledger; /* the thread's */
 	gint known;         /* atomic: a count ended */
+	gint dirty;         /* atomic: moves not in our ledger file yet */
 	GThread *thread;
 	GMutex lock;
 	GCond cond;
+	GCond counted;      /* with lock: the first count ended */
 	bool stop;          /* under lock */
 	/* under lock: */
 	struct kvt_log_every room_log;
@@ -80,25 +87,46 @@ static gpointer run(gpointer data)
 		uint64_t total;
 		bool first = !g_atomic_int_get(&u->known);
 
+		kvt_ledger_rebase(u->ledger);
 		if (!count(s, u, &total))
 			return NULL;
 		/* What moved during the count is counted twice, or not at
 		 * all, in the fan-out directories it had passed: the next
 		 * count puts it right. */
 		__atomic_store_n(&u->base, (gint64)total - before, __ATOMIC_RELEASE);
+		__atomic_store_n(&u->others, 0, __ATOMIC_RELEASE);
+		g_mutex_lock(&u->lock);
 		g_atomic_int_set(&u->known, 1);
+		g_cond_broadcast(&u->counted);
+		g_mutex_unlock(&u->lock);
 		if (first)
 			g_info("the store's objects hold %" G_GUINT64_FORMAT " bytes (counted in "
 			       "%.1f s)", total, (double)(g_get_monotonic_time() - t0) / G_USEC_PER_SEC);
 		until = g_get_monotonic_time() + KVT_USAGE_RECOUNT_S * G_USEC_PER_SEC;
-		g_mutex_lock(&u->lock);
-		while (!u->stop && g_get_monotonic_time() < until)
-			g_cond_wait_until(&u->cond, &u->lock, until);
-		if (u->stop) {
+		for (gint64 next_read = 0;;) {
+			gint64 now;
+
+			g_mutex_lock(&u->lock);
+			while (!u->stop && !g_atomic_int_get(&u->dirty) &&
+			       g_get_monotonic_time() < MIN(until, next_read))
+				g_cond_wait_until(&u->cond, &u->lock, MIN(until, next_read));
+			if (u->stop) {
+				g_mutex_unlock(&u->lock);
+				return NULL;
+			}
 			g_mutex_unlock(&u->lock);
-			return NULL;
+			if (g_atomic_int_compare_and_exchange(&u->dirty, 1, 0))
+				kvt_ledger_write(u->ledger,
+						 __atomic_load_n(&u->moves, __ATOMIC_ACQUIRE));
+			now = g_get_monotonic_time();
+			if (now >= until)
+				break;
+			if (now >= next_read) {
+				__atomic_store_n(&u->others, kvt_ledger_read(u->ledger),
+						 __ATOMIC_RELEASE);
+				next_read = now + LEDGER_TICK_US;
+			}
 		}
-		g_mutex_unlock(&u->lock);
 	}
 }
 
@@ -113,6 +141,8 @@ void kvt_usage_start(struct kvt_store *s, uint64_t max_bytes, unsigned min_free_
 	u->min_free_pct = min_free_pct;
 	g_mutex_init(&u->lock);
 	g_cond_init(&u->cond);
+	g_cond_init(&u->counted);
+	u->ledger = kvt_ledger_new(s);
 	s->usage = u;
 	u->thread = g_thread_new("kvt-usage", run, s);
 }
@@ -126,10 +156,13 @@ void kvt_usage_stop(struct kvt_store *s)
 	g_mutex_lock(&u->lock);
 	u->stop = true;
 	g_cond_broadcast(&u->cond);
+	g_cond_broadcast(&u->counted);
 	g_mutex_unlock(&u->lock);
 	g_thread_join(u->thread);
+	kvt_ledger_free(u->ledger);
 	g_mutex_clear(&u->lock);
 	g_cond_clear(&u->cond);
+	g_cond_clear(&u->counted);
 	g_free(u);
 	s->usage = NULL;
 }
@@ -142,15 +175,26 @@ bool kvt_usage_get(struct kvt_store *s, uint64_t *bytes)
 	if (!u || !g_atomic_int_get(&u->known))
 		return false;
 	v = __atomic_load_n(&u->base, __ATOMIC_ACQUIRE) +
-	    __atomic_load_n(&u->moves, __ATOMIC_ACQUIRE);
+	    __atomic_load_n(&u->moves, __ATOMIC_ACQUIRE) +
+	    __atomic_load_n(&u->others, __ATOMIC_ACQUIRE);
 	*bytes = v > 0 ? (uint64_t)v : 0;
 	return true;
 }
 
 void kvt_usage_move(struct kvt_store *s, int64_t bytes)
 {
-	if (s->usage)
-		__atomic_add_fetch(&s->usage->moves, bytes, __ATOMIC_ACQ_REL);
+	struct kvt_usage *u = s->usage;
+
+	if (!u)
+		return;
+	__atomic_add_fetch(&u->moves, bytes, __ATOMIC_ACQ_REL);
+	/* Into the ledger at once (ledger.h): the first move since the
+	 * last write wakes the thread, the next ones ride along. */
+	if (g_atomic_int_compare_and_exchange(&u->dirty, 0, 1)) {
+		g_mutex_lock(&u->lock);
+		g_cond_signal(&u->cond);
+		g_mutex_unlock(&u->lock);
+	}
 }
 
 /* The lower file system's size, free space and use into @u, looked at
@@ -262,6 +306,18 @@ int kvt_usage_room(struct kvt_store *s, uint64_t size)
 	if (!u)
 		return 0;
 	why = no_room(s, size, &used);
+	if (why && !room_nowait && !g_atomic_int_get(&u->known)) {
+		/* Refused by the conservative bound: the first count is
+		 * waited for, as long as a pass at most. */
+		gint64 until = g_get_monotonic_time() + KVT_USAGE_FIRST_COUNT_WAIT_S * G_USEC_PER_SEC;
+
+		g_mutex_lock(&u->lock);
+		while (!g_atomic_int_get(&u->known) && !u->stop &&
+		       g_cond_wait_until(&u->counted, &u->lock, until))
+			;
+		g_mutex_unlock(&u->lock);
+		why = no_room(s, size, &used);
+	}
 	/* The evictor makes room while it can; a few passes at most, each
 	 * a few seconds at most (evictor.h). */
 	for (int i = 0; why && !room_nowait && i < 3 && kvt_evictor_make_room(s, size); i++)

@@ -4,12 +4,14 @@
  *
  * The usage is a count of objects/ (the size of every distinct inode in
  * each fan-out directory), made in the background when the store opens
- * and again every KVT_USAGE_RECOUNT_S, so that what other hosts and
- * removals outside the mount changed is taken in; between two counts
- * this mount's new objects and the objects it removes move it.  Until the
+ * and again every KVT_USAGE_RECOUNT_S, so that removals outside the mount
+ * are taken in; between two counts this mount's new objects and the
+ * objects it removes move it, and so do, within a second, those of the
+ * other mounts of the store that have a budget (ledger.h).  Until the
  * first count ends the usage is not known, and a new object is taken
  * unless the lower file system's own use is over the budget (the
- * conservative bound: the store's objects are part of it).
+ * conservative bound: the store's objects are part of it); one refused
+ * so waits for the count (KVT_USAGE_FIRST_COUNT_WAIT_S at most).
  *
  * A new object past the budget (max_size, or min_free of the lower file
  * system) is refused with ENOSPC, one log line every 10 s: its name is
@@ -22,6 +24,9 @@
 struct kvt_store;
 
 #define KVT_USAGE_RECOUNT_S 300
+/* How long a store refused by the conservative bound waits for the
+ * first count to end. */
+#define KVT_USAGE_FIRST_COUNT_WAIT_S 5
 
 /* Sets the budget (@max_bytes 0: none; @min_free_pct of the lower file
  * system kept free, 0: none) and starts the count, if there is one. */
