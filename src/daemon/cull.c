@@ -77,7 +77,8 @@ static int evict_name(void *data, const char *path, uint64_t key, gint64 used_at
 		ret = -ESTALE; /* replaced since, or never a block */
 	else if (ret == 0 && (kvt_evictor_pinned(fs->store, key) || (child && in_use(child))))
 		ret = -EBUSY;
-	else if (ret == 0 && st.st_atim.tv_sec > used_at)
+	else if (ret == 0 && st.st_atim.tv_sec * G_USEC_PER_SEC + st.st_atim.tv_nsec / 1000 >
+				     used_at + KVT_EVICT_REMOTE_USE_US)
 		ret = -EAGAIN; /* loaded on another host since */
 	if (ret == 0)
 		ret = kvt_name_remove(fs->store, d, name);

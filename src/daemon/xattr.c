@@ -119,7 +119,8 @@ static void budget_lines(struct kvt_fs *fs, GString *s)
 	}
 	g_string_append_printf(s, "evict %s\nindexed %d\nindexed_blocks %" G_GUINT64_FORMAT
 			       "\nindexed_bytes %" G_GUINT64_FORMAT "\npinned_bytes %" G_GUINT64_FORMAT
-			       "\n", ev.policy, ev.indexed, ev.blocks, ev.bytes, ev.pinned_bytes);
+			       "\nevicting %d\n", ev.policy, ev.indexed, ev.blocks, ev.bytes,
+			       ev.pinned_bytes, ev.passing);
 }
 
 /* The mount's own attributes on its root, for kvtierfs-stat; NULL for

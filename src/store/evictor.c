@@ -22,7 +22,7 @@
 struct block {
 	uint64_t key;
 	uint64_t size;
-	gint64 used_at;          /* its last use known here, unix seconds */
+	gint64 used_at;          /* its last use known here, unix microseconds */
 	char path[];
 };
 
@@ -45,6 +45,7 @@ struct kvt_evictor {
 	GHashTable *blocks;      /* struct block, by key */
 	GHashTable *pins;        /* key (uint64_t *) -> opens, held or not */
 	bool stop, indexed, exhausted;
+	bool passing;            /* a pass is evicting */
 	guint64 asked;           /* stores that waited for room, ever */
 	uint64_t wanted;         /* the most room one asked for since the
 				  * thread last looked */
@@ -174,7 +175,7 @@ static bool index_store(struct kvt_evictor *ev)
 
 		if (g_hash_table_contains(ev->blocks, &f->key))
 			continue;
-		held(ev, block_new(f->key, f->size, f->atime.tv_sec, f->path), false);
+		held(ev, block_new(f->key, f->size, f->atime.tv_sec * G_USEC_PER_SEC + f->atime.tv_nsec / 1000, f->path), false);
 		added++;
 	}
 	ev->indexed = true;
@@ -219,7 +220,7 @@ static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, uint64_t *evicte
 		/* In use, used on another host, or a lower error: it stays,
 		 * as used. */
 		if (ret == -EAGAIN)
-			b->used_at = g_get_real_time() / G_USEC_PER_SEC;
+			b->used_at = g_get_real_time();
 		kvt_evict_insert(ev->order, key, b->size);
 		for (guint i = GPOINTER_TO_UINT(g_hash_table_lookup(ev->pins, &key)); i; i--)
 			kvt_evict_pin(ev->order, key);
@@ -346,6 +347,13 @@ static uint64_t due(struct kvt_evictor *ev, bool waiters, uint64_t wanted, uint6
 	return used > *target;
 }
 
+static void set_passing(struct kvt_evictor *ev, bool passing)
+{
+	g_mutex_lock(&ev->lock);
+	ev->passing = passing;
+	g_mutex_unlock(&ev->lock);
+}
+
 static gpointer run(gpointer data)
 {
 	struct kvt_evictor *ev = data;
@@ -368,6 +376,7 @@ static gpointer run(gpointer data)
 		/* After a pass that could evict nothing, the next waits for a
 		 * change: a block stored or let go, or a store that waits. */
 		if (!futile && due(ev, waiters, wanted, &target)) {
+			set_passing(ev, true);
 			done = evict_to(ev, target);
 			if (!done && !stopping(ev) &&
 			    g_get_monotonic_time() - ev->walked_at > KVT_EVICT_REWALK_S * G_USEC_PER_SEC) {
@@ -376,6 +385,7 @@ static gpointer run(gpointer data)
 					return NULL;
 				done = evict_to(ev, target);
 			}
+			set_passing(ev, false);
 		}
 		g_mutex_lock(&ev->lock);
 		if (!futile)
@@ -449,7 +459,7 @@ void kvt_evictor_stored(struct kvt_store *s, struct kvt_dir *d, const char *name
 	if (g_str_has_prefix(path, "(moved)/"))
 		return; /* moved meanwhile: the next walk finds it */
 	g_mutex_lock(&ev->lock);
-	held(ev, block_new(key, size, g_get_real_time() / G_USEC_PER_SEC, path), true);
+	held(ev, block_new(key, size, g_get_real_time(), path), true);
 	g_mutex_unlock(&ev->lock);
 }
 
@@ -488,7 +498,7 @@ void kvt_evictor_pin(struct kvt_store *s, uint64_t key, bool load)
 	g_hash_table_insert(ev->pins, k, GUINT_TO_POINTER(GPOINTER_TO_UINT(v) + 1));
 	if (load && kvt_evict_touch(ev->order, key))
 		((struct block *)g_hash_table_lookup(ev->blocks, &key))->used_at =
-			g_get_real_time() / G_USEC_PER_SEC;
+			g_get_real_time();
 	kvt_evict_pin(ev->order, key);
 	g_mutex_unlock(&ev->lock);
 }
@@ -573,6 +583,7 @@ bool kvt_evictor_info(struct kvt_store *s, struct kvt_evictor_info *out)
 		return false;
 	g_mutex_lock(&ev->lock);
 	out->indexed = ev->indexed;
+	out->passing = ev->passing;
 	out->blocks = kvt_evict_count(ev->order);
 	out->bytes = kvt_evict_bytes(ev->order);
 	out->pinned_bytes = kvt_evict_pinned_bytes(ev->order);

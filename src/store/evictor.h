@@ -52,11 +52,14 @@ struct kvt_store;
 struct kvt_dir;
 
 #define KVT_EVICT_REWALK_S 60
+#define KVT_EVICT_REMOTE_USE_US G_USEC_PER_SEC
 #define KVT_EVICTOR_BYTES_PER_BLOCK 400
 
 /* Removes the name @path (below names/) if it still holds the record
  * file @key, nothing has it open and its atime is not later than
- * @used_at (unix seconds: its last use this mount knows of): 0 once
+ * @used_at (unix microseconds: its last use this mount knows of) by more
+ * than KVT_EVICT_REMOTE_USE_US (this mount's own load sets the atime a
+ * moment after it tells the evictor): 0 once
  * removed; -EBUSY when it is in use, -EAGAIN when its atime says it was
  * used since (a load on another host): it stays, as used; -ENOENT or
  * -ESTALE when the name is gone or holds another record (the block is
@@ -97,6 +100,7 @@ bool kvt_evictor_make_room(struct kvt_store *s, uint64_t size);
 
 struct kvt_evictor_info {
 	bool indexed;            /* the walk at the open ended */
+	bool passing;            /* a pass is evicting now */
 	uint64_t blocks, bytes;  /* in the index */
 	uint64_t pinned_bytes;
 	const char *policy;

@@ -7,7 +7,9 @@
  * count of objects/ is part of its usage at once, not at its next count:
  * one budget for the store, whatever host stores.  A mount that is gone
  * (its staging directory removed) leaves what it moved in: its objects
- * stay.  One listing of staging/ and one small read per other mount a
+ * stay.  What another mount moves while this one counts (in the fan-out
+ * directories the count has yet to look at) is counted twice until the
+ * next count; this mount's own moves are not (usage.c).  One listing of staging/ and one small read per other mount a
  * second.  Knows nothing of FUSE. */
 #pragma once
 #include <glib.h>

@@ -145,7 +145,7 @@ static int unlink_counted(struct kvt_store *s, struct kvt_dir *fan, const char *
 	int ret = kvt_dir_unlink(fan, name);
 
 	if (ret == 0 && last)
-		kvt_usage_move(s, -(int64_t)st.st_size);
+		kvt_usage_move(s, kvt_usage_fan_of(name), -(int64_t)st.st_size);
 	return ret;
 }
 
@@ -307,7 +307,7 @@ int kvt_object_make(struct kvt_store *s, const char *stage_name, int stage_fd, u
 		ret = kvt_dir_link(s->stage, stage_name, fan, ref);
 	if (ret < 0)
 		return ret;
-	kvt_usage_move(s, (int64_t)size);
+	kvt_usage_move(s, hash->b[0], (int64_t)size);
 	kvt_store_count(s, KVT_STAT_objects, 1);
 	kvt_store_count(s, KVT_STAT_bytes_stored, size);
 	return 0;
@@ -366,7 +366,7 @@ int kvt_object_unmake(struct kvt_store *s, const struct kvt_record *rec, bool de
 	if (ret == 0)
 		ret = kvt_dir_unlink(fan, ref);
 	if (ret == 0)
-		kvt_usage_move(s, -(int64_t)rec->size);
+		kvt_usage_move(s, rec->hash.b[0], -(int64_t)rec->size);
 	return ret;
 }
 

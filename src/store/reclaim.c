@@ -498,7 +498,7 @@ static void reclaim_anchor(struct pass *p, struct kvt_dir *fan, const char *name
 		return;
 	p->res->reclaimed++;
 	p->res->bytes += st.st_size;
-	kvt_usage_move(p->s, -(int64_t)st.st_size);
+	kvt_usage_move(p->s, kvt_usage_fan_of(name), -(int64_t)st.st_size);
 }
 
 /* Rule 5 for one link of @fan (objects/@dir); anchors whose inode lost a
@@ -532,7 +532,7 @@ static void sweep_link(struct pass *p, struct kvt_dir *fan, const char *dir,
 	p->res->reclaimed++;
 	if (st.st_nlink == 1) {
 		p->res->bytes += st.st_size;
-		kvt_usage_move(p->s, -(int64_t)st.st_size);
+		kvt_usage_move(p->s, kvt_usage_fan_of(name), -(int64_t)st.st_size);
 	} else
 		g_hash_table_add(again, kvt_object_anchor_name(&h));
 }

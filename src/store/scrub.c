@@ -141,7 +141,7 @@ static int scrub_one(struct kvt_scrubber *sc, struct kvt_dir *fan, const char *d
 	kvt_store_count(sc->s, KVT_STAT_scrub_rotten, 1);
 	links = remove_links(fan, ents, &want, st.st_ino);
 	if (links)
-		kvt_usage_move(sc->s, -(int64_t)st.st_size);
+		kvt_usage_move(sc->s, kvt_usage_fan_of(name), -(int64_t)st.st_size);
 	g_warning("scrub: objects/%s/%s: its %" G_GINT64_FORMAT " bytes no longer hash to its "
 		  "name: removed with its %u links; the names that used it are purged at "
 		  "their next lookup", dir, name, (gint64)st.st_size, links);

@@ -21,6 +21,7 @@ struct kvt_usage {
 	uint64_t max_bytes;
 	unsigned min_free_pct;
 	gint64 moves;       /* atomic: every move since the open */
+	gint64 fan_moves[KVT_FANOUT]; /* atomic: the same, by fan-out directory */
 	gint64 base;        /* atomic: the last count, less the moves before it */
 	gint64 others;      /* atomic: what other mounts moved since (ledger.h) */
 	struct kvt_ledger *ledger; /* the thread's */
@@ -38,10 +39,15 @@ struct kvt_usage {
 	uint64_t lower_total, lower_avail, lower_used;
 };
 
-/* Bytes of the distinct objects in objects/; false on a stop. */
-static bool count(struct kvt_store *s, struct kvt_usage *u, uint64_t *total)
+/* Bytes of the distinct objects in objects/ into *@total, and into
+ * *@early what moved in each fan-out directory between the count's start
+ * and its look at that directory: those moves are in *@total and in the
+ * moves both.  False on a stop. */
+static bool count(struct kvt_store *s, struct kvt_usage *u, const gint64 *before,
+		  uint64_t *total, gint64 *early)
 {
 	*total = 0;
+	*early = 0;
 	for (guint b = 0; b < KVT_FANOUT; b++) {
 		g_autoptr(kvt_dir) fan = NULL;
 		g_autoptr(GPtrArray) ents = NULL;
@@ -55,6 +61,7 @@ static bool count(struct kvt_store *s, struct kvt_usage *u, uint64_t *total)
 		g_mutex_unlock(&u->lock);
 		if (stop)
 			return false;
+		*early += __atomic_load_n(&u->fan_moves[b], __ATOMIC_ACQUIRE) - before[b];
 		g_snprintf(dir, sizeof(dir), "%02x", b);
 		if (kvt_dir_open(s->layout.objects, dir, &fan) < 0)
 			continue;
@@ -83,17 +90,19 @@ static gpointer run(gpointer data)
 
 	for (;;) {
 		gint64 before = __atomic_load_n(&u->moves, __ATOMIC_ACQUIRE);
-		gint64 t0 = g_get_monotonic_time(), until;
+		gint64 t0 = g_get_monotonic_time(), until, early, fan_before[KVT_FANOUT];
 		uint64_t total;
 		bool first = !g_atomic_int_get(&u->known);
 
+		for (guint b = 0; b < KVT_FANOUT; b++)
+			fan_before[b] = __atomic_load_n(&u->fan_moves[b], __ATOMIC_ACQUIRE);
 		kvt_ledger_rebase(u->ledger);
-		if (!count(s, u, &total))
+		if (!count(s, u, fan_before, &total, &early))
 			return NULL;
-		/* What moved during the count is counted twice, or not at
-		 * all, in the fan-out directories it had passed: the next
-		 * count puts it right. */
-		__atomic_store_n(&u->base, (gint64)total - before, __ATOMIC_RELEASE);
+		/* A move while the count looked at its directory may be
+		 * counted twice, or not at all: the next count puts it
+		 * right. */
+		__atomic_store_n(&u->base, (gint64)total - before - early, __ATOMIC_RELEASE);
 		__atomic_store_n(&u->others, 0, __ATOMIC_RELEASE);
 		g_mutex_lock(&u->lock);
 		g_atomic_int_set(&u->known, 1);
@@ -167,6 +176,13 @@ void kvt_usage_stop(struct kvt_store *s)
 	s->usage = NULL;
 }
 
+unsigned kvt_usage_fan_of(const char *name)
+{
+	int hi = g_ascii_xdigit_value(name[0]), lo = hi < 0 ? -1 : g_ascii_xdigit_value(name[1]);
+
+	return hi < 0 || lo < 0 ? 0 : (unsigned)(hi * 16 + lo);
+}
+
 bool kvt_usage_get(struct kvt_store *s, uint64_t *bytes)
 {
 	struct kvt_usage *u = s->usage;
@@ -181,12 +197,13 @@ bool kvt_usage_get(struct kvt_store *s, uint64_t *bytes)
 	return true;
 }
 
-void kvt_usage_move(struct kvt_store *s, int64_t bytes)
+void kvt_usage_move(struct kvt_store *s, unsigned fan, int64_t bytes)
 {
 	struct kvt_usage *u = s->usage;
 
 	if (!u)
 		return;
+	__atomic_add_fetch(&u->fan_moves[fan % KVT_FANOUT], bytes, __ATOMIC_ACQ_REL);
 	__atomic_add_fetch(&u->moves, bytes, __ATOMIC_ACQ_REL);
 	/* Into the ledger at once (ledger.h): the first move since the
 	 * last write wakes the thread, the next ones ride along. */
@@ -276,6 +293,23 @@ static const char *no_room(struct kvt_store *s, uint64_t size, uint64_t *used_ou
 	return why;
 }
 
+/* A store refused by the conservative bound (the first count not ended)
+ * waits for the count, KVT_USAGE_FIRST_COUNT_WAIT_S at most; true when it
+ * waited. */
+static bool wait_counted(struct kvt_usage *u)
+{
+	gint64 until = g_get_monotonic_time() + KVT_USAGE_FIRST_COUNT_WAIT_S * G_USEC_PER_SEC;
+
+	if (g_atomic_int_get(&u->known))
+		return false;
+	g_mutex_lock(&u->lock);
+	while (!g_atomic_int_get(&u->known) && !u->stop &&
+	       g_cond_wait_until(&u->counted, &u->lock, until))
+		;
+	g_mutex_unlock(&u->lock);
+	return true;
+}
+
 /* Set while this thread publishes under its caller's locks. */
 static __thread bool room_nowait;
 
@@ -291,6 +325,8 @@ void kvt_usage_wait_room(struct kvt_store *s, uint64_t size)
 {
 	uint64_t used;
 
+	if (s->usage && no_room(s, size, &used))
+		wait_counted(s->usage);
 	for (int i = 0; s->usage && i < 3 && no_room(s, size, &used); i++)
 		if (!kvt_evictor_make_room(s, size))
 			break;
@@ -306,18 +342,8 @@ int kvt_usage_room(struct kvt_store *s, uint64_t size)
 	if (!u)
 		return 0;
 	why = no_room(s, size, &used);
-	if (why && !room_nowait && !g_atomic_int_get(&u->known)) {
-		/* Refused by the conservative bound: the first count is
-		 * waited for, as long as a pass at most. */
-		gint64 until = g_get_monotonic_time() + KVT_USAGE_FIRST_COUNT_WAIT_S * G_USEC_PER_SEC;
-
-		g_mutex_lock(&u->lock);
-		while (!g_atomic_int_get(&u->known) && !u->stop &&
-		       g_cond_wait_until(&u->counted, &u->lock, until))
-			;
-		g_mutex_unlock(&u->lock);
+	if (why && !room_nowait && wait_counted(u))
 		why = no_room(s, size, &used);
-	}
 	/* The evictor makes room while it can; a few passes at most, each
 	 * a few seconds at most (evictor.h). */
 	for (int i = 0; why && !room_nowait && i < 3 && kvt_evictor_make_room(s, size); i++)

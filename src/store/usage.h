@@ -49,4 +49,7 @@ void kvt_usage_wait_room(struct kvt_store *s, uint64_t size);
 /* For object.c: room for a new object of @size bytes (-ENOSPC), and the
  * moves of the usage. */
 int kvt_usage_room(struct kvt_store *s, uint64_t size);
-void kvt_usage_move(struct kvt_store *s, int64_t bytes);
+/* @bytes more (or less) in objects/ fan-out directory @fan (0-255). */
+void kvt_usage_move(struct kvt_store *s, unsigned fan, int64_t bytes);
+/* The fan-out directory of the object link @name ("<2 hex>..."). */
+unsigned kvt_usage_fan_of(const char *name);
