@@ -4,10 +4,14 @@
 # 1. A power cut as it leaves a store: kill -9 of the daemon in the middle
 #    of 16-thread O_DIRECT stores, then the records of 8 published blocks
 #    removed from the unmounted store (objects survive, records do not).
-#    kvtierfs-fsck counts the orphans; a mount reclaiming at $RATE entries
-#    a second removes exactly them, no faster than that rate, counts them
-#    (orphans_reclaimed, orphan_bytes_reclaimed) and logs one line; every
-#    other block reads back byte for byte and fsck finds the store clean.
+#    kvtierfs-fsck lists exactly the orphans worked out from the store:
+#    each lost record's reference and its anchor (none where the kill
+#    came before the publication's last step made it), and the dead
+#    mount's references whose records it never installed.  A mount
+#    reclaiming at $RATE entries a second removes exactly them, no
+#    faster than that rate, counts them (orphans_reclaimed,
+#    orphan_bytes_reclaimed) and logs one line; every other block reads
+#    back byte for byte and fsck finds the store clean.
 # 2. A second mount publishes while the first reclaims: mount B's daemon
 #    is stopped (SIGSTOP) in the middle of 16-thread stores whenever it
 #    holds objects whose records it has not installed yet; mount A
@@ -100,6 +104,45 @@ EOF
 chmod +x "$T/writer"
 export T KVCLIENT
 
+# expected_orphans: the orphan links of $LOWER (after the kill -9 and the
+# loss of the records $T/lost-refs named: "<hash>.<ref>"), worked out from
+# the store itself, one "objects/<ab>/<link>" a line, sorted.  They are:
+#   - each lost record's reference;
+#   - its anchor, if there is one and no staying record uses the object:
+#     the anchor is the last step of a publication (publish.c), so the
+#     kill may have left a published object without one;
+#   - the references the dead mount made for records it never installed:
+#     still linked with their staged file in its staging directory.
+# Any other orphan is one that neither the kill nor the loss explains.
+expected_orphans() {
+	find "$LOWER/names" -type f -exec awk '/^hash /{ h = $2 } /^ref /{ print h "." $2 }' {} + \
+		>"$T/named-refs"
+	find "$LOWER/staging" -type f -name 'd.*' -links +1 -printf '%i\n' >"$T/staged-inodes"
+	find "$LOWER/objects" -type f -printf '%i %P\n' >"$T/object-links"
+	awk -v named="$T/named-refs" -v lost="$T/lost-refs" -v staged="$T/staged-inodes" '
+		BEGIN {
+			while ((getline l < named) > 0) used_ref[l] = 1
+			while ((getline l < lost) > 0) { lost_ref[l] = 1; split(l, a, "."); lost_hash[a[1]] = 1 }
+			while ((getline l < staged) > 0) staged_ino[l] = 1
+		}
+		{
+			n++; ino[n] = $1; path[n] = $2
+			link[n] = $2; sub(/^.*\//, "", link[n])
+			if (link[n] in used_ref) used_ino[$1] = 1
+		}
+		END {
+			for (i = 1; i <= n; i++) {
+				if (index(link[i], ".")) {
+					want = (link[i] in lost_ref) ||
+					       (!(link[i] in used_ref) && (ino[i] in staged_ino))
+				} else {
+					want = (link[i] in lost_hash) && !(ino[i] in used_ino)
+				}
+				if (want) print "objects/" path[i]
+			}
+		}' "$T/object-links" | LC_ALL=C sort
+}
+
 # model_dir MODEL: the vLLM layout's directory of MODEL (rank 0)
 model_dir() {
 	(cd "$LOWER/names" && ls -d "$1"_*_r0)
@@ -115,8 +158,11 @@ ok $? "16 threads stored $KVT_PROGRESS blocks (waiting for 96)"
 STORED=$KVT_PROGRESS
 kvt_kill9 kvt_client_drain
 mapfile -t LOST < <(find "$LOWER/names" -name '*.bin' -type f | LC_ALL=C sort | head -n 8)
+# what they named, read before they go
+awk '/^hash /{ h = $2 } /^ref /{ print h "." $2 }' "${LOST[@]}" </dev/null >"$T/lost-refs"
 rm -f "${LOST[@]}"
-[ ${#LOST[@]} = 8 ] && ! [ -e "${LOST[0]}" ]
+[ ${#LOST[@]} = 8 ] && ! [ -e "${LOST[0]}" ] &&
+	[ "$(grep -c '^[0-9a-f]\{32\}\.[0-9a-f]*$' "$T/lost-refs")" = 8 ]
 ok $? "power cut: the records of 8 published blocks lost, their objects kept"
 
 fsck "$LOWER"
@@ -126,9 +172,18 @@ N_ORPH=$(grep -c '' "$T/orphans")
 # the distinct objects behind them: their bytes go
 N_OBJ=$(sed 's|^objects/../\([0-9a-f]*\).*|\1|' "$T/orphans" | LC_ALL=C sort -u | grep -c '')
 BYTES=$((N_OBJ * SIZE))
-[ "$rc" = 4 ] && [ "$N_ORPH" -ge 16 ]
-ok $? "kvtierfs-fsck: $N_ORPH orphan links of $N_OBJ objects (the 8 lost records' and the dead mount's)" ||
+expected_orphans >"$T/orphans.expected"
+sed 's|^\(..\).*|objects/\1/&|' "$T/lost-refs" >"$T/lost-paths"
+N_LOST=$(grep -cxFf "$T/lost-paths" "$T/orphans.expected")
+N_ANCHORS=$(grep -c '/[0-9a-f]*$' "$T/orphans.expected")
+N_DEAD=$(($(grep -c '' "$T/orphans.expected") - N_LOST - N_ANCHORS))
+[ "$rc" = 4 ] && [ "$N_LOST" = 8 ] && cmp -s "$T/orphans" "$T/orphans.expected"
+ok $? "kvtierfs-fsck: $N_ORPH orphan links of $N_OBJ objects, exactly the 8 lost records' (references: $N_LOST, anchors: $N_ANCHORS) and the dead mount's (references: $N_DEAD)" || {
+	diff "$T/orphans.expected" "$T/orphans" >"$T/orphans.diff"
+	diag "expected (<), listed by kvtierfs-fsck (>):"
+	diag_file "$T/orphans.diff"
 	diag_file "$T/fsck.out"
+}
 grep -c '^stale-staging ' "$T/fsck.out" | grep -qx 1
 ok $? "... and the dead mount's staging"
 
