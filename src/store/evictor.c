@@ -15,6 +15,7 @@
 
 /* How long a store waits for a pass to make room before ENOSPC. */
 #define ROOM_WAIT_US (5 * G_USEC_PER_SEC)
+#define ROOM_WAIT_MAX_US (30 * G_USEC_PER_SEC)
 /* How often the thread looks at the usage when nothing wakes it. */
 #define TICK_US (G_USEC_PER_SEC / 4)
 
@@ -552,6 +553,7 @@ bool kvt_evictor_make_room(struct kvt_store *s, uint64_t size)
 {
 	struct kvt_evictor *ev = s->evictor;
 	gint64 until = g_get_monotonic_time() + ROOM_WAIT_US;
+	gint64 until_max = g_get_monotonic_time() + ROOM_WAIT_MAX_US;
 	guint64 passes;
 	bool room;
 
@@ -566,9 +568,15 @@ bool kvt_evictor_make_room(struct kvt_store *s, uint64_t size)
 	ev->wanted = MAX(ev->wanted, size);
 	passes = ev->passes;
 	g_cond_signal(&ev->wake);
+	/* A pass that is evicting is waited for past ROOM_WAIT_US, up to
+	 * ROOM_WAIT_MAX_US: on a loaded machine a pass can take longer, and
+	 * a store refused while it goes on would be refused for nothing. */
 	while (ev->passes == passes && !ev->stop)
-		if (!g_cond_wait_until(&ev->passed, &ev->lock, until))
-			break;
+		if (!g_cond_wait_until(&ev->passed, &ev->lock, until)) {
+			if (!ev->passing || g_get_monotonic_time() >= until_max)
+				break;
+			until = MIN(until_max, g_get_monotonic_time() + ROOM_WAIT_US);
+		}
 	room = ev->passes != passes && !ev->exhausted;
 	g_mutex_unlock(&ev->lock);
 	return room;

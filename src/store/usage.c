@@ -310,8 +310,9 @@ static bool wait_counted(struct kvt_usage *u)
 	return true;
 }
 
-/* Set while this thread publishes under its caller's locks. */
-static __thread bool room_nowait;
+/* Set while this thread publishes under its caller's locks; and whether
+ * the evictor, asked before them, found nothing to evict. */
+static __thread bool room_nowait, room_exhausted;
 
 bool kvt_usage_set_nowait(bool nowait)
 {
@@ -325,11 +326,15 @@ void kvt_usage_wait_room(struct kvt_store *s, uint64_t size)
 {
 	uint64_t used;
 
+	room_exhausted = false;
 	if (s->usage && no_room(s, size, &used))
 		wait_counted(s->usage);
-	for (int i = 0; s->usage && i < 3 && no_room(s, size, &used); i++)
-		if (!kvt_evictor_make_room(s, size))
+	for (gint64 until = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+	     s->usage && g_get_monotonic_time() < until && no_room(s, size, &used);)
+		if (!kvt_evictor_make_room(s, size)) {
+			room_exhausted = true;
 			break;
+		}
 }
 
 int kvt_usage_room(struct kvt_store *s, uint64_t size)
@@ -344,9 +349,11 @@ int kvt_usage_room(struct kvt_store *s, uint64_t size)
 	why = no_room(s, size, &used);
 	if (why && !room_nowait && wait_counted(u))
 		why = no_room(s, size, &used);
-	/* The evictor makes room while it can; a few passes at most, each
-	 * a few seconds at most (evictor.h). */
-	for (int i = 0; why && !room_nowait && i < 3 && kvt_evictor_make_room(s, size); i++)
+	/* The evictor makes room while it can: passes until one finds
+	 * nothing to evict (other stores may take the room a pass made
+	 * before this one looks), for as long as a pass may take. */
+	for (gint64 until = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+	     why && !room_nowait && g_get_monotonic_time() < until && kvt_evictor_make_room(s, size);)
 		why = no_room(s, size, &used);
 	if (!why)
 		return 0;
@@ -356,7 +363,13 @@ int kvt_usage_room(struct kvt_store *s, uint64_t size)
 			  "tier holds %" G_GUINT64_FORMAT " bytes, its budget (-o %s) leaves "
 			  "none%s: ENOSPC, nothing published (%" G_GUINT64_FORMAT " more "
 			  "refusals since the last line)", size, used, why,
-			  s->evictor ? " and nothing can be evicted" : "", more);
+			  !s->evictor ? "" :
+			  room_nowait && !room_exhausted ?
+				" (a store made under its directory's locks, which "
+					"an eviction may need: room was made before them, and "
+					"taken since)" :
+					" and nothing can be evicted",
+			  more);
 	g_mutex_unlock(&u->lock);
 	return -ENOSPC;
 }
