@@ -406,7 +406,7 @@ struct sampler {
 	GCond wake;
 	bool stop;
 	/* the thread's alone until it is joined */
-	uint64_t samples, over, failed, size, max_used, max_over;
+	uint64_t samples, over, failed, size, max_used, max_over;  /* max_used: under size */
 	bool from_mount;        /* a sample took the mount's own usage */
 };
 
@@ -446,6 +446,11 @@ static void sample_once(struct sampler *sm)
 	 * figures were taken */
 	allowed = size + MAX(before, after) * BIO.block_size;
 	sm->samples++;
+	/* A mount shows its budget as its size once it has counted its
+	 * usage; before, the lower file system's: the largest usage is the
+	 * one under the last size */
+	if (size != sm->size)
+		sm->max_used = 0;
 	sm->size = size;
 	sm->max_used = MAX(sm->max_used, used);
 	if (used > allowed) {
