@@ -3,7 +3,9 @@
 # progress lines, --json, the same stream for the same seed, a damaged
 # block found by the byte check, the daemon's RSS and fds sampled and
 # bounded, an evictor (--capacity) unlinking through the mount while the
-# stream runs, and a minute of scripts/bench --life (plain and mount, table,
+# stream runs, what the bench measures of a budget mount (hit rates
+# against an exact LRU, statfs sampled against the budget, failed stores,
+# requests' latencies), and a minute of scripts/bench --life (plain and mount, table,
 # plot) with zero errors and zero wrong bytes.  Under KVT_STRESS=1
 # (scripts/stress), three more points: a mount, a long life on it
 # (KVT_LIFE_SECS, default 3600 s, of 16 KiB blocks, the least recently
@@ -19,9 +21,9 @@ export KVTIERFS_BENCH
 kvt_require_root
 [ -x "$KVTIERFS_BENCH" ] || bail "kvtierfs-bench is not built: $KVTIERFS_BENCH"
 if [ "${KVT_STRESS:-0}" = 1 ]; then
-	plan 29
+	plan 33
 else
-	plan 26
+	plan 30
 fi
 kvt_setup
 
@@ -81,6 +83,18 @@ ok $? "plain: the summary counts requests, stores, hits loaded, 0 errors, 0 wron
 grep -q '^progress: t=[0-9.]* requests=[0-9]* req/s=[0-9.]* .* fds=-1$' "$T/p1.out" &&
 	[ "$(find "$T/p1" -name '*.bin' | wc -l)" = "$(field "$T/p1.out" stored)" ]
 ok $? "plain: progress lines; one file per stored block, in vLLM's layout"
+# The eviction fields on a directory with room: statfs sampled (a plain
+# directory states no usage of its own), the hit rate of the blocks asked
+# and no more than an exact LRU with room for all has on the same stream.
+f() { field "$T/p1.out" "$1"; }
+kvt_num_cmp "$(f statfs_samples)" -ge 1 && kvt_num_cmp "$(f statfs_over)" -eq 0 &&
+	[ "$(f usage_from)" = statfs ] && kvt_num_cmp "$(f asked)" -ge "$(f hits)" &&
+	kvt_num_cmp "$(kvt_calc 'h / a - r' h="$(f hits)" a="$(f asked)" r="$(f hit_rate)")" -lt 0.0001 &&
+	kvt_num_cmp "$(kvt_calc 'r - h / a' h="$(f hits)" a="$(f asked)" r="$(f hit_rate)")" -lt 0.0001 &&
+	kvt_num_cmp "$(f hit_rate)" -gt 0 && kvt_num_cmp "$(f hit_rate)" -le "$(f unbounded_hit)" &&
+	kvt_num_cmp "$(f req_p50_us)" -gt 0 && kvt_num_cmp "$(f req_p99_us)" -ge "$(f req_p50_us)" &&
+	kvt_num_cmp "$(f store_errors)" -eq 0 && [ "$(f store_errno)" = - ]
+ok $? "plain: $(f statfs_samples) statfs samples, none over; hit rate $(f hit_rate) <= an unbounded LRU's $(f unbounded_hit); request p50/p99 $(f req_p50_us)/$(f req_p99_us) us"
 
 life "$T/p2.out" --dir "$T/p2" "${SMALL[@]}" --blocks 400 --seed 7
 kvt_num_cmp "$(field "$T/p2.out" requests)" -eq "$req"
@@ -157,6 +171,39 @@ else
 	[ -n "$rss" ] && [ "$rss" -le "$limit" ]
 	ok $? "mount: RSS $rss kB <= 40 MiB + 1.1 MiB for each of $threads threads + 48 MiB of pools ($limit kB)"
 fi
+kvt_umount
+
+# A budget of 32 MiB (512 blocks) on a fresh store: the daemon evicts
+# while the stream runs; the bench samples statfs and the usage the
+# mount states against the budget, and plays the same stream through an
+# exact LRU of 512 blocks.  Every error must be a failed store, counted by
+# errno, or a load of a block evicted after its lookup found it
+# (load_gone): how many there are is scripts/bench-evict's to judge.
+mkdir "$T/budget"
+kvt_start "$T/budget" "$MNT" max_size=32M
+KVT_PID=$KVT_LAST_PID
+life "$T/b.out" --dir "$MNT" "${SMALL[@]}" --requests 400 --seed 3 --lru-blocks 512
+st=$?
+sed 's/^/#   /' "$T/b.out"
+evictions=$(getfattr --only-values -n user.kvtierfs.stats "$MNT" 2>/dev/null |
+	awk '$1 == "evictions" { print $2 }')
+f() { field "$T/b.out" "$1"; }
+by_errno=$(f store_errno | tr ',' '\n' | awk -F: '$2 != "" { s += $2 } END { print s + 0 }')
+enospc=$(f store_errno | tr ',' '\n' | awk -F: '$1 == "ENOSPC" { s += $2 } END { print s + 0 }')
+{ [ "$st" = 0 ] || [ "$st" = 1 ]; } && kvt_num_cmp "$(f wrong)" -eq 0 &&
+	kvt_num_cmp "$(f errors)" -eq "$(kvt_calc 's + g' s="$(f store_errors)" g="$(f load_gone)")" &&
+	kvt_num_cmp "$by_errno" -eq "$(f store_errors)" && kvt_num_cmp "$enospc" -eq "$(f store_enospc)" &&
+	kvt_num_cmp "$evictions" -gt 0 &&
+	kvt_num_cmp "$(f statfs_samples)" -ge 5 && kvt_num_cmp "$(f statfs_over)" -eq 0 &&
+	[ "$(f usage_from)" = mount ] && kvt_num_cmp "$(f statfs_size_MiB)" -eq 32 &&
+	kvt_num_cmp "$(f statfs_max_used_MiB)" -gt 16 &&
+	[ "$(f lru_blocks)" = 512 ] && kvt_num_cmp "$(f lru_hit)" -gt 0 &&
+	kvt_num_cmp "$(f lru_hit)" -lt "$(f unbounded_hit)" &&
+	kvt_num_cmp "$(kvt_calc 'x - h / l' x="$(f lru_ratio)" h="$(f hit_rate)" l="$(f lru_hit)")" -lt 0.001 &&
+	kvt_num_cmp "$(kvt_calc 'h / l - x' x="$(f lru_ratio)" h="$(f hit_rate)" l="$(f lru_hit)")" -lt 0.001 &&
+	kvt_num_cmp "$(f req_p99_us)" -ge "$(f req_p50_us)" && kvt_num_cmp "$(f req_p50_us)" -gt 0
+ok $? "budget 32M: $evictions evictions; $(f statfs_samples) samples, $(f statfs_over) over, largest usage $(f statfs_max_used_MiB) MiB; failed stores $(f store_errno); hit rate $(f hit_rate), an exact LRU of 512 blocks $(f lru_hit) (ratio $(f lru_ratio)); $(f load_gone) loads of evicted blocks (exit $st)" ||
+	diag_file "$T/b.out.err" 10
 kvt_umount
 
 # --- bad usage ------------------------------------------------------------------

@@ -103,6 +103,9 @@ static const char usage_text[] =
 "  --scan PCT           --life: PCT% of the requests are long documents read\n"
 "                       once (32-96 new blocks never asked for again)\n"
 "                       (default 0; 20 with --simulate)\n"
+"  --lru-blocks N       --life: also play the stream the run played through\n"
+"                       an exact LRU of N blocks (no files) and report its\n"
+"                       hit rate and the run's to it\n"
 "  --simulate           --life without files (no --dir): the stream through\n"
 "                       an exact LRU, S3-FIFO and SLRU at budgets of 1/2 and\n"
 "                       1/4 of the blocks it stores, without and with --scan;\n"
@@ -128,7 +131,11 @@ static const char usage_text[] =
 "  life: secs=S requests=N req/s=R lookups=N hits=N stored=N skipped=N\n"
 "           loaded=N store_GB/s=R load_GB/s=R lookup_p50_us=L\n"
 "           lookup_p99_us=L lookup_max_us=L errors=N wrong=N max_rss_MiB=R\n"
-"           max_fds=N\n"
+"           max_fds=N evicted=N asked=N hit_rate=R unbounded_hit=R\n"
+"           [lru_blocks=N lru_hit=R lru_ratio=R] req_p50_us=L req_p99_us=L\n"
+"           req_max_us=L store_errors=N store_enospc=N store_errno=E:N,...\n"
+"           load_gone=N statfs_samples=N statfs_over=N statfs_size_MiB=R\n"
+"           statfs_max_used_MiB=R statfs_max_over_MiB=R usage_from=SOURCE\n"
 "--simulate prints a line per scan, budget and seed, then the medians:\n"
 "  simulate: scan=P% budget=1/N seed=N requests=N asked=N stored_blocks=N\n"
 "           budget_blocks=N unbounded_hit=R lru_hit=R s3fifo_hit=R\n"
@@ -566,6 +573,9 @@ static void parse_args(int argc, char **argv)
 		} else if (ARG("--requests")) {
 			O.lo.requests = parse_u64(a, val, 1, 1ULL << 40);
 			O.life_only = 1;
+		} else if (ARG("--lru-blocks")) {
+			O.lo.lru_blocks = parse_u64(a, val, 1, 1ULL << 40);
+			O.life_only = 1;
 		} else if (ARG("--scan")) {
 			O.lo.scan_pct = (unsigned)parse_u64(a, val, 0, 100);
 			O.scan_given = 1;
@@ -598,9 +608,10 @@ static void parse_args(int argc, char **argv)
 		usage_error("--seeds, --budgets, --s3fifo-small, --s3fifo-promote "
 			    "and --slru-protected belong to --simulate");
 	if (O.simulate) {
-		if (O.dir || O.lo.duration || O.lo.capacity || O.lo.pid)
+		if (O.dir || O.lo.duration || O.lo.capacity || O.lo.pid || O.lo.lru_blocks)
 			usage_error("--simulate uses no files, no time and no "
-				    "process: no --dir, --duration, --capacity or --pid");
+				    "process: no --dir, --duration, --capacity, --pid "
+				    "or --lru-blocks");
 		O.lo.blocks = O.blocks_given ? O.blocks : 0;
 		if (!O.blocks_given && !O.lo.requests)
 			O.lo.requests = 100000;
@@ -613,8 +624,8 @@ static void parse_args(int argc, char **argv)
 		usage_error("--dir DIR is required");
 	if (O.life_only && !O.life)
 		usage_error("--duration, --capacity, --families, --zipf, --seed, "
-			    "--interval, --pid, --json, --requests and --scan "
-			    "belong to --life");
+			    "--interval, --pid, --json, --requests, --scan and "
+			    "--lru-blocks belong to --life");
 	if (O.life) {
 		O.lo.blocks = O.blocks_given ? O.blocks : 0;
 		if (!O.blocks_given && !O.lo.requests && !O.lo.duration)

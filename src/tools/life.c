@@ -23,6 +23,18 @@
  * blocks of their own, never asked for again, the one-off scan that must
  * not flush a cache's shared prefixes.
  *
+ * A request's latency, from its first lookup to its last load or store
+ * done, is the bench's stand-in for a server's time to first token.  A
+ * thread samples statfs of the directory ten times a second through the
+ * run: a sample counts as over when the bytes used pass the file
+ * system's size (a kvtierfs mount's budget) plus the bytes of this run's
+ * stores under way at that moment.  A kvtierfs mount's statfs never shows
+ * more used than its size, so on its root the usage it states in its
+ * attribute user.kvtierfs.mount is taken when it is larger.  With
+ * --lru-blocks the stream the run played is played again through an
+ * exact LRU of that many blocks (as --simulate does), whose hit rate the
+ * run's is measured against.
+ *
  * --simulate plays the same stream (the same next_request, the same seed)
  * with no file system at all, through the store's eviction policies
  * (src/store/evict.c) at budgets below what the stream stores, and counts
@@ -42,6 +54,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +70,9 @@
 #define INFLIGHT_PER_THREAD 4  /* blocks queued or running per worker */
 #define HSUB 16                /* histogram buckets per power of two */
 #define HBUCKETS (64 * HSUB)
+#define SAMPLE_US 100000       /* statfs every 0.1 s */
+#define ERRNO_KINDS 256        /* store errors counted by errno below this */
+#define MOUNT_XATTR "user.kvtierfs.mount"
 
 /* Log-linear histogram of nanoseconds: 6% resolution, fixed size. */
 struct hist {
@@ -89,6 +106,7 @@ static struct bio_tally t_store = { .label = "life store" };
 static atomic_uint_fast64_t g_inflight;
 static GMutex g_lock;
 static GCond g_drained;         /* a job finished */
+static struct hist g_request_ns;        /* requests' latencies, under g_lock */
 /* Keys queued or being stored (under g_lock): a server stores a block
  * once, not again while its first store is on its way. */
 static GHashTable *g_pending;
@@ -104,6 +122,28 @@ static GQueue g_lru = G_QUEUE_INIT;
 static GHashTable *g_kept;
 static struct bio_tally t_evict = { .label = "life evict" };
 static atomic_uint_fast64_t g_evicted;
+/* Stores under way, from their first call to their rename's return: the
+ * bytes a file system may hold beyond its size at that moment. */
+static atomic_uint_fast64_t g_storing;
+/* Failed stores by errno (the last one ERRNO_KINDS and above), and loads
+ * of blocks gone since their lookup found them (ENOENT at the open). */
+static atomic_uint_fast64_t g_store_errno[ERRNO_KINDS + 1];
+static atomic_uint_fast64_t g_load_gone;
+
+/* One request: its jobs not yet done and its own reference (under
+ * g_lock); the last one out records its latency. */
+struct request {
+	struct timespec t0;
+	unsigned left;
+};
+
+/* A load or a store of a request.  The key is first: the pending set
+ * hashes a store's job as an int64. */
+struct job {
+	uint64_t key;
+	bool pinned;            /* a load of a block --capacity pinned */
+	struct request *req;
+};
 
 static void tls_free(gpointer p)
 {
@@ -226,11 +266,27 @@ static long proc_fds(int pid)
 /* ------------------------------------------------------------------ */
 /* the workers                                                        */
 
-static void job_done(const uint64_t *stored_key)
+/* Under g_lock: one of @r's references is done. */
+static void request_put(struct request *r)
+{
+	struct timespec t1;
+
+	if (--r->left)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	hist_add(&g_request_ns, bio_ns_since(&r->t0, &t1));
+	g_free(r);
+}
+
+/* @j is done; a store's job is freed by the pending set. */
+static void job_done(struct job *j, bool store)
 {
 	g_mutex_lock(&g_lock);
-	if (stored_key)
-		g_hash_table_remove(g_pending, stored_key);
+	request_put(j->req);
+	if (store)
+		g_hash_table_remove(g_pending, &j->key);
+	else
+		g_free(j);
 	atomic_fetch_sub(&g_inflight, 1);
 	g_cond_signal(&g_drained);
 	g_mutex_unlock(&g_lock);
@@ -300,37 +356,143 @@ static void keep(uint64_t key, bool stored)
 	g_mutex_unlock(&g_lock);
 }
 
-/* data: the key, and whether the lookup pinned it */
 static void load_job(gpointer data, gpointer user)
 {
-	uint64_t key = ((uint64_t *)data)[0];
-	bool pinned = ((uint64_t *)data)[1];
+	struct job *j = data;
 	char path[PATH_MAX];
 
 	(void)user;
-	g_free(data);
-	bio_block_path(path, sizeof(path), key);
-	bio_load_checked(&t_load, tls_get(false)->load_buf, path, key);
-	if (pinned)
-		kept_unpin(key);
-	job_done(NULL);
+	bio_block_path(path, sizeof(path), j->key);
+	errno = 0;
+	if (!bio_load_checked(&t_load, tls_get(false)->load_buf, path, j->key) &&
+	    errno == ENOENT)
+		atomic_fetch_add(&g_load_gone, 1);
+	if (j->pinned)
+		kept_unpin(j->key);
+	job_done(j, false);
 }
 
 static void store_job(gpointer data, gpointer user)
 {
-	uint64_t key = *(uint64_t *)data;
+	struct job *j = data;
 	struct tls *t = tls_get(true);
 	char path[PATH_MAX], tmp[PATH_MAX + 32];
-	int stored;
+	int stored, e;
 
 	(void)user;
-	bio_block_path(path, sizeof(path), key);
+	bio_block_path(path, sizeof(path), j->key);
 	snprintf(tmp, sizeof(tmp), "%s_%" PRIu64 ".tmp", path, t->tmp_suffix);
-	bio_fill_block(t->store_buf, key);
+	bio_fill_block(t->store_buf, j->key);
+	atomic_fetch_add(&g_storing, 1);
+	errno = 0;
 	stored = bio_store(&t_store, t->store_buf, path, tmp);
+	/* bio_store undoes a failed store with close and unlink, which
+	 * leave errno alone when they succeed */
+	e = errno;
+	atomic_fetch_sub(&g_storing, 1);
+	if (stored < 0)
+		atomic_fetch_add(&g_store_errno[MIN((unsigned)MAX(e, 0), ERRNO_KINDS)], 1);
 	if (stored >= 0 && L->capacity)
-		keep(key, stored == 1);
-	job_done(data);         /* the pending set owns data */
+		keep(j->key, stored == 1);
+	job_done(j, true);
+}
+
+/* ------------------------------------------------------------------ */
+/* the statfs sampler                                                 */
+
+struct sampler {
+	GThread *thread;
+	GMutex lock;
+	GCond wake;
+	bool stop;
+	/* the thread's alone until it is joined */
+	uint64_t samples, over, failed, size, max_used, max_over;  /* max_used: under size */
+	bool from_mount;        /* a sample took the mount's own usage */
+};
+
+/* The usage a kvtierfs mount states on its root (its attribute): false
+ * elsewhere, or with no budget. */
+static bool mount_usage(uint64_t *used)
+{
+	char buf[4096], *p;
+	ssize_t n = getxattr(BIO.dir, MOUNT_XATTR, buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (sscanf(p, "usage %" SCNu64, used) == 1)
+			return true;
+	return false;
+}
+
+static void sample_once(struct sampler *sm)
+{
+	uint64_t before = atomic_load(&g_storing), after, used, size, mount, allowed;
+	struct statvfs sv;
+
+	if (statvfs(BIO.dir, &sv) < 0) {
+		sm->failed++;
+		return;
+	}
+	size = (uint64_t)sv.f_blocks * sv.f_frsize;
+	used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+	if (mount_usage(&mount)) {
+		sm->from_mount = true;
+		used = MAX(used, mount);
+	}
+	after = atomic_load(&g_storing);
+	/* a store under way at either end may have been under way when the
+	 * figures were taken */
+	allowed = size + MAX(before, after) * BIO.block_size;
+	sm->samples++;
+	/* A mount shows its budget as its size once it has counted its
+	 * usage; before, the lower file system's: the largest usage is the
+	 * one under the last size */
+	if (size != sm->size)
+		sm->max_used = 0;
+	sm->size = size;
+	sm->max_used = MAX(sm->max_used, used);
+	if (used > allowed) {
+		sm->over++;
+		sm->max_over = MAX(sm->max_over, used - allowed);
+	}
+}
+
+static gpointer sampler_main(gpointer data)
+{
+	struct sampler *sm = data;
+	gint64 next = g_get_monotonic_time();
+
+	g_mutex_lock(&sm->lock);
+	while (!sm->stop) {
+		g_mutex_unlock(&sm->lock);
+		sample_once(sm);
+		g_mutex_lock(&sm->lock);
+		next += SAMPLE_US;
+		while (!sm->stop && g_cond_wait_until(&sm->wake, &sm->lock, next))
+			;
+	}
+	g_mutex_unlock(&sm->lock);
+	return NULL;
+}
+
+static void sampler_start(struct sampler *sm)
+{
+	g_mutex_init(&sm->lock);
+	g_cond_init(&sm->wake);
+	sm->thread = g_thread_new("statfs", sampler_main, sm);
+}
+
+static void sampler_stop(struct sampler *sm)
+{
+	g_mutex_lock(&sm->lock);
+	sm->stop = true;
+	g_cond_signal(&sm->wake);
+	g_mutex_unlock(&sm->lock);
+	g_thread_join(sm->thread);
+	g_cond_clear(&sm->wake);
+	g_mutex_clear(&sm->lock);
 }
 
 /* ------------------------------------------------------------------ */
@@ -342,12 +504,15 @@ struct life {
 	struct family *fam;
 	GThreadPool *loads, *stores;
 	uint64_t requests, new_blocks, hits;     /* new_blocks: distinct keys made */
+	uint64_t asked;                         /* blocks of the requests */
 	struct hist lookup, lookup_iv;  /* whole run, this interval */
 	gint64 t0, next_report;
 	struct sample last;
 	GArray *series;
 	double max_rss;
 	long max_fds;
+	struct sampler sm;
+	double unbounded_hit, lru_hit;  /* the stream through an exact LRU */
 };
 
 static uint64_t chain_next(uint64_t prev, uint64_t token)
@@ -480,23 +645,26 @@ static void wait_room(struct life *s, uint64_t limit)
 
 /* Queues a load (of a block @pinned or not), or a store unless one of
  * that key is on its way. */
-static void push(struct life *s, GThreadPool *pool, uint64_t key, bool pinned)
+static void push(struct life *s, GThreadPool *pool, uint64_t key, bool pinned,
+		 struct request *r)
 {
-	uint64_t *job = g_new(uint64_t, 2);
+	struct job *job = g_new(struct job, 1);
 	GError *err = NULL;
 
-	job[0] = key;
-	job[1] = pinned;
+	job->key = key;
+	job->pinned = pinned;
+	job->req = r;
 	wait_room(s, (uint64_t)L->threads * 2 * INFLIGHT_PER_THREAD);
 	g_mutex_lock(&g_lock);
 	if (pool == s->stores) {
-		if (g_hash_table_contains(g_pending, job)) {
+		if (g_hash_table_contains(g_pending, &job->key)) {
 			g_mutex_unlock(&g_lock);
 			g_free(job);
 			return;
 		}
-		g_hash_table_add(g_pending, job);
+		g_hash_table_add(g_pending, &job->key);
 	}
+	r->left++;
 	atomic_fetch_add(&g_inflight, 1);
 	g_mutex_unlock(&g_lock);
 	if (!g_thread_pool_push(pool, job, &err))
@@ -511,7 +679,10 @@ static void serve(struct life *s)
 	bool pinned[MAX_CHAIN];
 	char path[PATH_MAX];
 	unsigned n = next_request(s, chain), hits;
+	struct request *req = g_new0(struct request, 1);
 
+	req->left = 1;
+	clock_gettime(CLOCK_MONOTONIC, &req->t0);
 	for (hits = 0; hits < n; hits++) {
 		struct timespec t0, t1;
 		int r, e;
@@ -533,10 +704,14 @@ static void serve(struct life *s)
 		}
 	}
 	s->hits += hits;
+	s->asked += n;
 	for (unsigned i = 0; i < hits; i++)
-		push(s, s->loads, chain[i], pinned[i]);
+		push(s, s->loads, chain[i], pinned[i], req);
 	for (unsigned i = hits; i < n; i++)
-		push(s, s->stores, chain[i], false);
+		push(s, s->stores, chain[i], false, req);
+	g_mutex_lock(&g_lock);
+	request_put(req);
+	g_mutex_unlock(&g_lock);
 	s->requests++;
 }
 
@@ -589,6 +764,88 @@ static void setup(struct life *s)
 		bio_fatal("thread pool: %s", err->message);
 }
 
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : 0;
+}
+
+/* The failed stores by errno, "ENOSPC:3,EIO:1", or "-". */
+static char *store_errnos(uint64_t *total)
+{
+	GString *g = g_string_new(NULL);
+
+	*total = 0;
+	for (unsigned e = 0; e <= ERRNO_KINDS; e++) {
+		uint64_t n = atomic_load(&g_store_errno[e]);
+		const char *name = e < ERRNO_KINDS ? strerrorname_np((int)e) : NULL;
+
+		if (!n)
+			continue;
+		*total += n;
+		if (g->len)
+			g_string_append_c(g, ',');
+		if (name)
+			g_string_append_printf(g, "%s:%" PRIu64, name, n);
+		else
+			g_string_append_printf(g, "%u:%" PRIu64, e, n);
+	}
+	if (!g->len)
+		g_string_append_c(g, '-');
+	return g_string_free(g, FALSE);
+}
+
+/* What the summary adds for eviction: hit rates, requests' latencies,
+ * failed stores, statfs's samples; as "key=value" or JSON members. */
+static void summary_eviction(const struct life *s, bool json)
+{
+	const struct sampler *sm = &s->sm;
+	uint64_t store_errors;
+	g_autofree char *errnos = store_errnos(&store_errors);
+	double hit = ratio(s->hits, s->asked), mib = 1024.0 * 1024.0;
+	const char *from = sm->from_mount ? "mount" : "statfs";
+
+	if (!json) {
+		printf(" asked=%" PRIu64 " hit_rate=%.4f unbounded_hit=%.4f", s->asked,
+		       hit, s->unbounded_hit);
+		if (L->lru_blocks)
+			printf(" lru_blocks=%" PRIu64 " lru_hit=%.4f lru_ratio=%.4f",
+			       L->lru_blocks, s->lru_hit,
+			       s->lru_hit > 0 ? hit / s->lru_hit : 0);
+		printf(" req_p50_us=%.1f req_p99_us=%.1f req_max_us=%.1f "
+		       "store_errors=%" PRIu64 " store_enospc=%" PRIu64
+		       " store_errno=%s load_gone=%" PRIu64 " statfs_samples=%" PRIu64
+		       " statfs_failed=%" PRIu64 " statfs_over=%" PRIu64
+		       " statfs_size_MiB=%.1f statfs_max_used_MiB=%.1f "
+		       "statfs_max_over_MiB=%.1f usage_from=%s",
+		       hist_pct_us(&g_request_ns, 50), hist_pct_us(&g_request_ns, 99),
+		       (double)g_request_ns.max / 1e3, store_errors,
+		       (uint64_t)atomic_load(&g_store_errno[ENOSPC]), errnos,
+		       (uint64_t)atomic_load(&g_load_gone), sm->samples, sm->failed,
+		       sm->over, (double)sm->size / mib, (double)sm->max_used / mib,
+		       (double)sm->max_over / mib, from);
+		return;
+	}
+	printf(", \"asked\": %" PRIu64 ", \"hit_rate\": %.5f, \"unbounded_hit\": %.5f",
+	       s->asked, hit, s->unbounded_hit);
+	if (L->lru_blocks)
+		printf(", \"lru_blocks\": %" PRIu64 ", \"lru_hit\": %.5f, "
+		       "\"lru_ratio\": %.5f", L->lru_blocks, s->lru_hit,
+		       s->lru_hit > 0 ? hit / s->lru_hit : 0);
+	printf(", \"req_p50_us\": %.1f, \"req_p99_us\": %.1f, \"req_max_us\": %.1f, "
+	       "\"store_errors\": %" PRIu64 ", \"store_enospc\": %" PRIu64
+	       ", \"store_errno\": \"%s\", \"load_gone\": %" PRIu64
+	       ", \"statfs_samples\": %" PRIu64 ", \"statfs_failed\": %" PRIu64
+	       ", \"statfs_over\": %" PRIu64 ", \"statfs_size_MiB\": %.1f, "
+	       "\"statfs_max_used_MiB\": %.1f, \"statfs_max_over_MiB\": %.1f, "
+	       "\"usage_from\": \"%s\"",
+	       hist_pct_us(&g_request_ns, 50), hist_pct_us(&g_request_ns, 99),
+	       (double)g_request_ns.max / 1e3, store_errors,
+	       (uint64_t)atomic_load(&g_store_errno[ENOSPC]), errnos,
+	       (uint64_t)atomic_load(&g_load_gone), sm->samples, sm->failed, sm->over,
+	       (double)sm->size / mib, (double)sm->max_used / mib,
+	       (double)sm->max_over / mib, from);
+}
+
 static void summary(struct life *s, double secs)
 {
 	uint64_t stored = atomic_load(&t_store.bytes) / BIO.block_size;
@@ -606,13 +863,15 @@ static void summary(struct life *s, double secs)
 		       PRIu64 " loaded=%" PRIu64 " store_GB/s=%.3f "
 		       "load_GB/s=%.3f lookup_p50_us=%.1f lookup_p99_us=%.1f "
 		       "lookup_max_us=%.1f errors=%" PRIu64 " wrong=%" PRIu64
-		       " max_rss_MiB=%.1f max_fds=%ld evicted=%" PRIu64 "\n", secs,
+		       " max_rss_MiB=%.1f max_fds=%ld evicted=%" PRIu64, secs,
 		       s->requests, req_s, s->lookup.n, hits, stored,
 		       (uint64_t)atomic_load(&t_store.skipped), loaded,
 		       store_gbs, load_gbs, hist_pct_us(&s->lookup, 50),
 		       hist_pct_us(&s->lookup, 99), (double)s->lookup.max / 1e3,
 		       errors, (uint64_t)atomic_load(&t_load.wrong), s->max_rss,
 		       s->max_fds, evicted);
+		summary_eviction(s, false);
+		putchar('\n');
 		return;
 	}
 	printf("{\"block_size\": %zu, \"threads\": %u, \"families\": %u, "
@@ -624,8 +883,7 @@ static void summary(struct life *s, double secs)
 	       "\"load_GB_per_s\": %.3f, \"lookup_p50_us\": %.1f, "
 	       "\"lookup_p99_us\": %.1f, \"lookup_max_us\": %.1f, "
 	       "\"errors\": %" PRIu64 ", \"wrong\": %" PRIu64 ", "
-	       "\"max_rss_MiB\": %.1f, \"max_fds\": %ld, \"evicted\": %" PRIu64
-	       "},\n \"series\": [",
+	       "\"max_rss_MiB\": %.1f, \"max_fds\": %ld, \"evicted\": %" PRIu64,
 	       BIO.block_size, L->threads, L->families, L->seed, secs,
 	       s->requests, req_s, s->lookup.n, hits, stored,
 	       (uint64_t)atomic_load(&t_store.skipped), loaded, store_gbs,
@@ -633,6 +891,8 @@ static void summary(struct life *s, double secs)
 	       hist_pct_us(&s->lookup, 99), (double)s->lookup.max / 1e3, errors,
 	       (uint64_t)atomic_load(&t_load.wrong), s->max_rss, s->max_fds,
 	       evicted);
+	summary_eviction(s, true);
+	printf("},\n \"series\": [");
 	for (guint i = 0; i < s->series->len; i++) {
 		const struct sample *x = &g_array_index(s->series, struct sample, i);
 
@@ -650,6 +910,13 @@ static void summary(struct life *s, double secs)
 	printf("\n ]}\n");
 }
 
+struct sim_play {
+	uint64_t requests, asked, hits, evicted;
+};
+
+static struct sim_play sim_play(enum kvt_evict_policy policy, uint64_t budget,
+				uint64_t block_size, uint64_t requests);
+
 uint64_t life_run(const struct life_opts *o)
 {
 	struct life s = { .max_rss = -1, .max_fds = -1 };
@@ -661,6 +928,7 @@ uint64_t life_run(const struct life_opts *o)
 		bio_odirect_probe();
 	s.t0 = g_get_monotonic_time();
 	s.next_report = s.t0 + (gint64)(L->interval * 1e6);
+	sampler_start(&s.sm);
 	while (!stream_done(&s) &&
 	       (L->duration <= 0 || secs_since(s.t0) < L->duration)) {
 		serve(&s);
@@ -671,6 +939,19 @@ uint64_t life_run(const struct life_opts *o)
 	g_thread_pool_free(s.loads, FALSE, TRUE);
 	g_thread_pool_free(s.stores, FALSE, TRUE);
 	secs = secs_since(s.t0);
+	sampler_stop(&s.sm);
+	if (s.requests) {
+		struct sim_play all = sim_play(KVT_EVICT_LRU, UINT64_MAX, BIO.block_size,
+					       s.requests);
+
+		s.unbounded_hit = ratio(all.hits, all.asked);
+	}
+	if (L->lru_blocks && s.requests) {
+		struct sim_play lru = sim_play(KVT_EVICT_LRU, L->lru_blocks * BIO.block_size,
+					       BIO.block_size, s.requests);
+
+		s.lru_hit = ratio(lru.hits, lru.asked);
+	}
 	report(&s);
 	summary(&s, secs);
 	fflush(stdout);
@@ -695,12 +976,11 @@ static const enum kvt_evict_policy sim_policy[] = {
  * order until the first miss (the hits are loads, a use each), and the
  * missing ones after it are stored, evicting down to the budget after
  * each store, as a tier that never exceeds it does.  A block found after
- * the first miss is no hit (a server cannot use it) and no use. */
-struct sim_play {
-	uint64_t requests, asked, hits, evicted;
-};
-
-static struct sim_play sim_play(enum kvt_evict_policy policy, uint64_t budget)
+ * the first miss is no hit (a server cannot use it) and no use.
+ * @requests: that many requests; 0: to the end --requests or --blocks
+ * give. */
+static struct sim_play sim_play(enum kvt_evict_policy policy, uint64_t budget,
+				uint64_t block_size, uint64_t requests)
 {
 	struct kvt_evict *e = kvt_evict_new(policy, &L->tuning);
 	GArray *victims = g_array_new(FALSE, FALSE, sizeof(uint64_t));
@@ -709,7 +989,7 @@ static struct sim_play sim_play(enum kvt_evict_policy policy, uint64_t budget)
 	uint64_t chain[MAX_CHAIN];
 
 	stream_setup(&s);
-	while (!stream_done(&s)) {
+	while (requests ? s.requests < requests : !stream_done(&s)) {
 		unsigned n = next_request(&s, chain), hits = 0;
 
 		while (hits < n && kvt_evict_touch(e, chain[hits]))
@@ -717,7 +997,7 @@ static struct sim_play sim_play(enum kvt_evict_policy policy, uint64_t budget)
 		for (unsigned i = hits; i < n; i++) {
 			if (kvt_evict_contains(e, chain[i]))
 				continue;
-			kvt_evict_insert(e, chain[i], L->block_size);
+			kvt_evict_insert(e, chain[i], block_size);
 			if (kvt_evict_bytes(e) > budget) {
 				kvt_evict_choose(e, kvt_evict_bytes(e) - budget, victims);
 				p.evicted += victims->len;
@@ -878,7 +1158,7 @@ void life_simulate(const struct life_opts *o)
 			one.scan_pct = scans[sc];
 			one.seed = o->seed + sd;
 			stored = sim_stored_blocks();
-			all = sim_play(KVT_EVICT_LRU, UINT64_MAX);
+			all = sim_play(KVT_EVICT_LRU, UINT64_MAX, L->block_size, 0);
 			for (unsigned b = 0; b < nb; b++) {
 				struct sim_row *r = &rows[k];
 
@@ -892,7 +1172,8 @@ void life_simulate(const struct life_opts *o)
 				r->budget_blocks = stored / o->budgets[b];
 				for (unsigned p = 0; p < SIM_POLICIES; p++) {
 					struct sim_play x = sim_play(sim_policy[p],
-								     r->budget_blocks * L->block_size);
+								     r->budget_blocks * L->block_size,
+								     L->block_size, 0);
 
 					r->hit[p] = x.asked ? (double)x.hits / (double)x.asked : 0;
 					r->ratio[p] = r->hit[0] > 0 ? r->hit[p] / r->hit[0] : 0;

@@ -21,6 +21,7 @@ struct life_opts {
 	int json;              /* one JSON document instead of lines */
 	uint64_t requests;     /* stop after this many requests; 0: no limit */
 	unsigned scan_pct;     /* requests that are a one-off long document */
+	uint64_t lru_blocks;   /* the run's hits against an exact LRU of this many blocks; 0: none */
 	/* --simulate: the stream through the eviction policies, no files */
 	unsigned seeds;        /* seeds played: seed, seed + 1, ... */
 	uint64_t block_size;
