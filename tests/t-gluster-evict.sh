@@ -53,8 +53,11 @@ ok $? "host A stores 6 blocks of 1 MiB"
 kvt_within 5 same_usage
 ok $? "host B's usage counts them: both show $(usedof "$K2") bytes used ($took s)"
 # Stored a minute ago: a load sets a record's atime when it is 10 s old
-# or more (file.c).
+# or more (file.c).  The evicting host counts an atime as a use elsewhere
+# when it is more than a second past the last use it knows of
+# (KVT_EVICT_REMOTE_USE_US): B loads more than a second after A stored.
 touch -a -d '-1 minute' "$GL1"/store/names/b*.bin
+sleep 1.5
 cat "$K2/b1.bin" >/dev/null
 ok $? "host B loads b1"
 at=$(stat -c %s "$T/daemon.log")
