@@ -134,8 +134,16 @@ static atomic_uint_fast64_t g_load_gone;
  * g_lock); the last one out records its latency. */
 struct request {
 	struct timespec t0;
+	uint64_t no;            /* its place in the stream */
 	unsigned left;
 };
+
+/* For the LRU replayed with the run's timing (--lru-blocks), under
+ * g_lock: each request's first lookup and its end, and when each of its
+ * stores was done, by the mix of request and key. */
+static GArray *g_req_t0, *g_req_t1;     /* gint64 us, by request: its
+					 * lookups' end, its end */
+static GHashTable *g_stored_at;         /* mix -> gint64 us */
 
 /* A load or a store of a request.  The key is first: the pending set
  * hashes a store's job as an int64. */
@@ -275,6 +283,7 @@ static void request_put(struct request *r)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	hist_add(&g_request_ns, bio_ns_since(&r->t0, &t1));
+	g_array_index(g_req_t1, gint64, r->no) = g_get_monotonic_time();
 	g_free(r);
 }
 
@@ -372,6 +381,12 @@ static void load_job(gpointer data, gpointer user)
 	job_done(j, false);
 }
 
+/* The key of request @no's store of @key in g_stored_at. */
+static gpointer stored_mix(uint64_t no, uint64_t key)
+{
+	return g_memdup2(&(uint64_t){ bio_mix64(key ^ bio_mix64(no + 1)) }, sizeof(uint64_t));
+}
+
 static void store_job(gpointer data, gpointer user)
 {
 	struct job *j = data;
@@ -394,6 +409,14 @@ static void store_job(gpointer data, gpointer user)
 		atomic_fetch_add(&g_store_errno[MIN((unsigned)MAX(e, 0), ERRNO_KINDS)], 1);
 	if (stored >= 0 && L->capacity)
 		keep(j->key, stored == 1);
+	if (stored >= 0) {
+		gint64 done = g_get_monotonic_time();
+
+		g_mutex_lock(&g_lock);
+		g_hash_table_insert(g_stored_at, stored_mix(j->req->no, j->key),
+				    g_memdup2(&done, sizeof(done)));
+		g_mutex_unlock(&g_lock);
+	}
 	job_done(j, true);
 }
 
@@ -513,6 +536,7 @@ struct life {
 	long max_fds;
 	struct sampler sm;
 	double unbounded_hit, lru_hit;  /* the stream through an exact LRU */
+	double unbounded_timed_hit, lru_timed_hit; /* the same, with the run's timing */
 };
 
 static uint64_t chain_next(uint64_t prev, uint64_t token)
@@ -680,8 +704,10 @@ static void serve(struct life *s)
 	char path[PATH_MAX];
 	unsigned n = next_request(s, chain), hits;
 	struct request *req = g_new0(struct request, 1);
+	gint64 now;
 
 	req->left = 1;
+	req->no = s->requests;
 	clock_gettime(CLOCK_MONOTONIC, &req->t0);
 	for (hits = 0; hits < n; hits++) {
 		struct timespec t0, t1;
@@ -705,6 +731,13 @@ static void serve(struct life *s)
 	}
 	s->hits += hits;
 	s->asked += n;
+	/* The replay's moment of this request's lookups: their end, so that
+	 * it sees every block the run's lookups could have seen. */
+	now = g_get_monotonic_time();
+	g_mutex_lock(&g_lock);
+	g_array_append_val(g_req_t0, now);
+	g_array_set_size(g_req_t1, g_req_t0->len);
+	g_mutex_unlock(&g_lock);
 	for (unsigned i = 0; i < hits; i++)
 		push(s, s->loads, chain[i], pinned[i], req);
 	for (unsigned i = hits; i < n; i++)
@@ -756,6 +789,9 @@ static void setup(struct life *s)
 	s->series = g_array_new(FALSE, TRUE, sizeof(struct sample));
 	g_pending = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	g_kept = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
+	g_req_t0 = g_array_new(FALSE, TRUE, sizeof(gint64));
+	g_req_t1 = g_array_new(FALSE, TRUE, sizeof(gint64));
+	g_stored_at = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
 	s->loads = g_thread_pool_new(load_job, NULL, (gint)L->threads, TRUE, &err);
 	if (s->loads)
 		s->stores = g_thread_pool_new(store_job, NULL, (gint)L->threads,
@@ -767,6 +803,11 @@ static void setup(struct life *s)
 static double ratio(uint64_t a, uint64_t b)
 {
 	return b ? (double)a / (double)b : 0;
+}
+
+static double ratio_of(double a, double b)
+{
+	return b > 0 ? a / b : 0;
 }
 
 /* The failed stores by errno, "ENOSPC:3,EIO:1", or "-". */
@@ -805,12 +846,14 @@ static void summary_eviction(const struct life *s, bool json)
 	const char *from = sm->from_mount ? "mount" : "statfs";
 
 	if (!json) {
-		printf(" asked=%" PRIu64 " hit_rate=%.4f unbounded_hit=%.4f", s->asked,
-		       hit, s->unbounded_hit);
+		printf(" asked=%" PRIu64 " hit_rate=%.4f unbounded_hit=%.4f "
+		       "unbounded_timed_hit=%.4f", s->asked, hit, s->unbounded_hit,
+		       s->unbounded_timed_hit);
 		if (L->lru_blocks)
-			printf(" lru_blocks=%" PRIu64 " lru_hit=%.4f lru_ratio=%.4f",
-			       L->lru_blocks, s->lru_hit,
-			       s->lru_hit > 0 ? hit / s->lru_hit : 0);
+			printf(" lru_blocks=%" PRIu64 " lru_hit=%.4f lru_ratio=%.4f "
+			       "lru_timed_hit=%.4f lru_timed_ratio=%.4f",
+			       L->lru_blocks, s->lru_hit, ratio_of(hit, s->lru_hit),
+			       s->lru_timed_hit, ratio_of(hit, s->lru_timed_hit));
 		printf(" req_p50_us=%.1f req_p99_us=%.1f req_max_us=%.1f "
 		       "store_errors=%" PRIu64 " store_enospc=%" PRIu64
 		       " store_errno=%s load_gone=%" PRIu64 " statfs_samples=%" PRIu64
@@ -825,12 +868,15 @@ static void summary_eviction(const struct life *s, bool json)
 		       (double)sm->max_over / mib, from);
 		return;
 	}
-	printf(", \"asked\": %" PRIu64 ", \"hit_rate\": %.5f, \"unbounded_hit\": %.5f",
-	       s->asked, hit, s->unbounded_hit);
+	printf(", \"asked\": %" PRIu64 ", \"hit_rate\": %.5f, \"unbounded_hit\": %.5f, "
+	       "\"unbounded_timed_hit\": %.5f", s->asked, hit, s->unbounded_hit,
+	       s->unbounded_timed_hit);
 	if (L->lru_blocks)
 		printf(", \"lru_blocks\": %" PRIu64 ", \"lru_hit\": %.5f, "
-		       "\"lru_ratio\": %.5f", L->lru_blocks, s->lru_hit,
-		       s->lru_hit > 0 ? hit / s->lru_hit : 0);
+		       "\"lru_ratio\": %.5f, \"lru_timed_hit\": %.5f, "
+		       "\"lru_timed_ratio\": %.5f", L->lru_blocks, s->lru_hit,
+		       ratio_of(hit, s->lru_hit), s->lru_timed_hit,
+		       ratio_of(hit, s->lru_timed_hit));
 	printf(", \"req_p50_us\": %.1f, \"req_p99_us\": %.1f, \"req_max_us\": %.1f, "
 	       "\"store_errors\": %" PRIu64 ", \"store_enospc\": %" PRIu64
 	       ", \"store_errno\": \"%s\", \"load_gone\": %" PRIu64
@@ -917,6 +963,65 @@ struct sim_play {
 static struct sim_play sim_play(enum kvt_evict_policy policy, uint64_t budget,
 				uint64_t block_size, uint64_t requests);
 
+/* The run's stream again through an exact LRU of @budget bytes, with the
+ * run's timing: a block is there for a request's lookups only once it
+ * would have been stored, as on the file system, where a block still on
+ * its way is a miss that is not stored twice.  A block the run stored
+ * for a request is there from the moment that store was done; one the
+ * LRU misses where the run hit, from the request's end, when its own
+ * stores would be done.  So both see the same requests at the same
+ * moments, and differ only in what they keep. */
+static struct sim_play sim_play_timed(uint64_t budget, uint64_t requests)
+{
+	struct kvt_evict *e = kvt_evict_new(KVT_EVICT_LRU, &L->tuning);
+	g_autoptr(GArray) victims = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+	g_autoptr(GHashTable) there_at = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+								g_free, g_free);
+	struct sim_play p = { 0 };
+	struct life s = { 0 };
+	uint64_t chain[MAX_CHAIN];
+
+	stream_setup(&s);
+	for (; s.requests < requests; s.requests++) {
+		gint64 t0 = g_array_index(g_req_t0, gint64, s.requests);
+		gint64 t1 = g_array_index(g_req_t1, gint64, s.requests);
+		unsigned n = next_request(&s, chain), hits = 0;
+
+		for (; hits < n && kvt_evict_contains(e, chain[hits]); hits++) {
+			gint64 *at = g_hash_table_lookup(there_at, &chain[hits]);
+
+			if (*at > t0)
+				break;
+			kvt_evict_touch(e, chain[hits]);
+		}
+		for (unsigned i = hits; i < n; i++) {
+			g_autofree gpointer mix = stored_mix(s.requests, chain[i]);
+			gint64 *done = g_hash_table_lookup(g_stored_at, mix), at;
+
+			if (kvt_evict_contains(e, chain[i]))
+				continue;
+			at = done ? *done : t1;
+			kvt_evict_insert(e, chain[i], BIO.block_size);
+			g_hash_table_insert(there_at, g_memdup2(&chain[i], sizeof(chain[i])),
+					    g_memdup2(&at, sizeof(at)));
+			if (kvt_evict_bytes(e) > budget) {
+				kvt_evict_choose(e, kvt_evict_bytes(e) - budget, victims);
+				for (guint v = 0; v < victims->len; v++)
+					g_hash_table_remove(there_at,
+							    &g_array_index(victims, uint64_t, v));
+				p.evicted += victims->len;
+				g_array_set_size(victims, 0);
+			}
+		}
+		p.asked += n;
+		p.hits += hits;
+	}
+	p.requests = s.requests;
+	stream_free(&s);
+	kvt_evict_free(e);
+	return p;
+}
+
 uint64_t life_run(const struct life_opts *o)
 {
 	struct life s = { .max_rss = -1, .max_fds = -1 };
@@ -951,6 +1056,13 @@ uint64_t life_run(const struct life_opts *o)
 					       BIO.block_size, s.requests);
 
 		s.lru_hit = ratio(lru.hits, lru.asked);
+		lru = sim_play_timed(L->lru_blocks * BIO.block_size, s.requests);
+		s.lru_timed_hit = ratio(lru.hits, lru.asked);
+	}
+	if (s.requests) {
+		struct sim_play all = sim_play_timed(UINT64_MAX, s.requests);
+
+		s.unbounded_timed_hit = ratio(all.hits, all.asked);
 	}
 	report(&s);
 	summary(&s, secs);
@@ -959,6 +1071,9 @@ uint64_t life_run(const struct life_opts *o)
 	g_hash_table_destroy(g_pending);
 	g_queue_init(&g_lru);
 	g_hash_table_destroy(g_kept);
+	g_array_free(g_req_t0, TRUE);
+	g_array_free(g_req_t1, TRUE);
+	g_hash_table_destroy(g_stored_at);
 	stream_free(&s);
 	return all_errors();
 }
