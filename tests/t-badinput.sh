@@ -10,7 +10,7 @@
 SIZE=$((2 << 20))
 
 kvt_require_root
-plan 56
+plan 59
 kvt_setup
 
 C="$T/cases"
@@ -92,6 +92,13 @@ for bad in max_threads=2.5 max_threads= max_threads=1e3 max_threads=-1 \
 	attr_timeout=-0.5 negative_timeout=1e2 verify=sometimes uring=2 sync=1 \
 	copy_memory=-1 copy_memory=1048577 copy_memory=auto; do
 	WANT_ERR="-o ${bad%%=*}:" try_bad "strict value: -o $bad" "$C" \
+		-o "$bad" "$C/empty" "$MNT"
+done
+# The watermarks: evict_low below evict_high, both given or evict_low by
+# default (evict_high alone moves it down, t-evict.sh).
+for bad in max_size=1G,evict_high=90,evict_low=90 max_size=1G,evict_low=99 \
+	max_size=1G,evict_high=1,evict_low=1; do
+	WANT_ERR="-o evict_low=" try_bad "watermarks: -o $bad" "$C" \
 		-o "$bad" "$C/empty" "$MNT"
 done
 WANT_ERR="-o:" try_bad "-o without its list" "$C" \

@@ -27,16 +27,18 @@
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root
-plan 54
+plan 60
 kvt_setup
 MiB=1048576
 BUDGET=$((8 * MiB))
 
 used() { stat -f -c '%b %f %S' "$MNT" | awk '{ print ($1 - $2) * $3 }'; }
 mount_at=0
+# mount_tier OPTS: the watermarks these points count blocks by (95/85 of
+# 8 blocks of 1 MiB: a pass evicts 2), unless OPTS sets them.
 mount_tier() {
 	mount_at=$(stat -c %s "$T/daemon.log")
-	kvt_mount "$@"
+	kvt_mount "evict_high=95,evict_low=85${1:+,$1}" "${@:2}"
 }
 # passes N: until this mount's log shows N eviction passes that evicted.
 passes() {
@@ -97,6 +99,7 @@ n=$(grep -c 'eviction: 2 names (2097152 bytes)' "$T/daemon.log")
 ok $? "one log line for the pass ($n)"
 getfattr --only-values -n user.kvtierfs.mount "$MNT" >"$T/mount.x" 2>/dev/null
 grep -qx "budget $BUDGET" "$T/mount.x" && grep -qx 'evict lru' "$T/mount.x" &&
+	grep -qx 'evict_high 95' "$T/mount.x" && grep -qx 'evict_low 85' "$T/mount.x" &&
 	grep -qx 'indexed_blocks 6' "$T/mount.x"
 ok $? "user.kvtierfs.mount shows the budget, the policy and the 6 blocks indexed" ||
 	diag_file "$T/mount.x"
@@ -263,3 +266,18 @@ done
 kvt_wait_log 'eviction: this mount now evicts from this store past evict_high' 1 "$at3"
 ok $? "A gone, B takes the passes over"
 kvt_stop "$MNT2" "$PIDB"
+
+# --- 9. the default watermarks -----------------------------------------
+# mx KEY: KEY's value in the mount's attribute.
+mx() {
+	getfattr --only-values -n user.kvtierfs.mount "$MNT" 2>/dev/null | awk -v k="$1" '$1 == k { print $2 }'
+}
+rm -rf "${LOWER:?}"/* 2>/dev/null
+kvt_mount max_size=8M
+[ "$(mx evict_high)" = 99 ] && [ "$(mx evict_low)" = 97 ]
+ok $? "the defaults: evict_high $(mx evict_high), evict_low $(mx evict_low)"
+kvt_umount
+kvt_mount max_size=8M,evict_high=90
+[ "$(mx evict_high)" = 90 ] && [ "$(mx evict_low)" = 88 ]
+ok $? "evict_high=90 alone: evict_low follows it down ($(mx evict_low))"
+kvt_umount

@@ -26,7 +26,7 @@ BUDGET=$((8 * MiB))
 
 gl_setup
 ok 0 "GlusterFS volume on $GL_ADDR, mounted twice (two hosts)"
-gl_two_hosts max_size=8M,evict=lru
+gl_two_hosts max_size=8M,evict=lru,evict_high=95,evict_low=85
 
 for i in $(seq 1 12); do head -c $MiB /dev/urandom >"$T/b$i" || bail "random bytes"; done
 # store HOST N: block N stored through HOST as tmp + rename.

@@ -245,6 +245,42 @@ static void test_ghost(void)
 	kvt_evict_free(e);
 }
 
+/* A ghost is known by its name: a block stored again under that name
+ * with another key (a new record's inode) is its return, one stored
+ * under another name with the ghost's old key is not; a victim kept
+ * back (in use) comes back to main without moving the adaptive share. */
+static void test_ghost_name(void)
+{
+	struct kvt_evict *e = kvt_evict_new(KVT_EVICT_S3FIFO, NULL);
+	GArray *v = keys_new();
+
+	for (uint64_t k = 1; k <= 100; k++)
+		kvt_evict_insert_as(e, k, 1000 + k, 1);
+	kvt_evict_choose(e, 2, v);
+	ok(v->len == 2 && !kvt_evict_contains(e, 1) && !kvt_evict_contains(e, 2) &&
+	   kvt_evict_ghosts(e) == 2, "s3fifo names: blocks 1 and 2 went, ghosts of names 1001-1002");
+	/* name 1001 again, as key 7001; key 2 again, under a new name */
+	kvt_evict_insert_as(e, 7001, 1001, 1);
+	kvt_evict_insert_as(e, 2, 5002, 1);
+	ok(kvt_evict_ghosts(e) == 1, "s3fifo names: the return took its ghost; the reused key did not");
+	g_array_set_size(v, 0);
+	kvt_evict_choose(e, 99, v);
+	ok(kvt_evict_contains(e, 7001) && !kvt_evict_contains(e, 2),
+	   "s3fifo names: the returned block was in main and stayed; the new one went");
+	/* a victim kept back, under its name: held again, and no ghost */
+	g_array_set_size(v, 0);
+	kvt_evict_insert_as(e, 9001, 9001, 1);
+	kvt_evict_insert_as(e, 9002, 9002, 1);
+	kvt_evict_choose(e, 1, v);
+	ok(v->len == 1 && g_array_index(v, uint64_t, 0) == 9001, "s3fifo names: 9001 chosen");
+	kvt_evict_keep(e, 9001, 9001, 1);
+	ok(kvt_evict_contains(e, 9001) && !kvt_evict_touch(e, 1001) &&
+	   kvt_evict_count(e) == 3, "s3fifo names: kept back, it is held again (%" PRIu64 " held)",
+	   kvt_evict_count(e));
+	g_array_free(v, TRUE);
+	kvt_evict_free(e);
+}
+
 /* Random stores, loads, removals, pins and choices: the bytes chosen are
  * the sum of the victims' sizes, what is held goes down by as much, at
  * least the bytes asked go while enough is unpinned, and no victim is
@@ -396,7 +432,7 @@ static void test_memory(enum kvt_evict_policy p, bool ghosts)
 
 int main(void)
 {
-	printf("1..%d\n", 8 + 4 * (18 + 7) + 2 * 4 + 3 + 9 + 3);
+	printf("1..%d\n", 8 + 4 * (18 + 7) + 2 * 4 + 3 + 9 + 3 + 5);
 	test_lru_order();
 	for (unsigned i = 0; i < G_N_ELEMENTS(policies); i++) {
 		test_pins(policies[i]);
@@ -405,6 +441,7 @@ int main(void)
 	test_scan();
 	test_adaptive();
 	test_ghost();
+	test_ghost_name();
 	test_memory(KVT_EVICT_LRU, false);
 	test_memory(KVT_EVICT_S3FIFO, false);
 	test_memory(KVT_EVICT_S3FIFO, true);

@@ -541,6 +541,7 @@ static int rename_once(struct kvt_fs *fs, fuse_ino_t parent, const char *name,
 	} else {
 		kvt_publication_abort(fs->store, &r.prep);
 	}
+	kvt_usage_release_room(fs->store);
 	/* Published, but not durable: the rename fails, as a failed fsync
 	 * would say, and takes the name back.  -o sync promises that what a
 	 * call that returned published survives a power cut: a rename that

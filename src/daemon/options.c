@@ -204,12 +204,14 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		.help = "with a budget, what goes first (off: ENOSPC at the budget)",
 	},
 	[KEY_EVICT_HIGH] = {
-		"evict_high", COUNT, FIELD(evict_high), 1, 100, 95,
+		"evict_high", COUNT, FIELD(evict_high), 1, 100, 99,
 		.metavar = "PERCENT", .help = "of the budget: an eviction pass starts past it",
 	},
 	[KEY_EVICT_LOW] = {
-		"evict_low", COUNT, FIELD(evict_low), 0, 99, 85,
-		.metavar = "PERCENT", .help = "of the budget: ... and evicts down to it",
+		"evict_low", COUNT, FIELD(evict_low), 0, 99, 97,
+		.metavar = "PERCENT",
+		.help = "of the budget: ... and evicts down to it (evict_high alone: "
+			"at most evict_high less 2)",
 	},
 	[KEY_SCRUB] = {
 		"scrub", COUNT, FIELD(scrub), 0, 1048576, 0,
@@ -287,6 +289,7 @@ static const struct fuse_opt kvt_opts[] = {
 struct parse {
 	struct kvt_options o;
 	char *error;
+	bool evict_low_given;
 };
 G_STATIC_ASSERT(offsetof(struct parse, o) == 0);
 
@@ -485,6 +488,8 @@ static int process(void *data, const char *arg, int key, struct fuse_args *outar
 		}
 		return arg[0] != '\0'; /* the rest is libfuse's */
 	default:
+		if (key == KEY_EVICT_LOW)
+			p->evict_low_given = true;
 		set_value(p, &value_opts[key], arg);
 		return 0;
 	}
@@ -636,6 +641,10 @@ int kvt_options_parse(int argc, char **argv, struct kvt_options *o)
 	}
 	if (!p.error && !p.o.mountpoint)
 		fail(&p, "expects LOWERDIR and MOUNTPOINT (see kvtierfs --help)");
+	/* evict_high alone: the pass's span stays what the defaults make
+	 * it. */
+	if (!p.evict_low_given && p.o.evict_low >= p.o.evict_high)
+		p.o.evict_low = p.o.evict_high > 2 ? p.o.evict_high - 2 : 0;
 	if (!p.error && p.o.evict_low >= p.o.evict_high)
 		fail(&p, "-o evict_low=%d: must be less than evict_high (%d)", p.o.evict_low,
 		     p.o.evict_high);

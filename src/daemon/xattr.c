@@ -117,9 +117,10 @@ static void budget_lines(struct kvt_fs *fs, GString *s)
 		g_string_append(s, "evict off\n");
 		return;
 	}
-	g_string_append_printf(s, "evict %s\nindexed %d\nindexed_blocks %" G_GUINT64_FORMAT
-			       "\nindexed_bytes %" G_GUINT64_FORMAT "\npinned_bytes %" G_GUINT64_FORMAT
-			       "\nevicting %d\n", ev.policy, ev.indexed, ev.blocks, ev.bytes,
+	g_string_append_printf(s, "evict %s\nevict_high %u\nevict_low %u\nindexed %d\n"
+			       "indexed_blocks %" G_GUINT64_FORMAT "\nindexed_bytes %"
+			       G_GUINT64_FORMAT "\npinned_bytes %" G_GUINT64_FORMAT "\nevicting %d\n",
+			       ev.policy, ev.high_pct, ev.low_pct, ev.indexed, ev.blocks, ev.bytes,
 			       ev.pinned_bytes, ev.passing);
 }
 

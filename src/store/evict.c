@@ -29,7 +29,9 @@ enum where {
 #define ADAPT_MAX_SHARE 0.99
 
 struct node {
-	uint64_t key;   /* first: the table hashes the node as its key */
+	uint64_t key;   /* first: the table hashes the node as its key; a
+			 * ghost's is its name */
+	uint64_t name;  /* what a ghost is known by (kvt_evict_insert_as) */
 	uint64_t size;
 	GList link;
 	uint32_t pins;
@@ -38,13 +40,14 @@ struct node {
 };
 
 G_STATIC_ASSERT(offsetof(struct node, key) == 0);
-/* evict.h states the memory a block costs */
-G_STATIC_ASSERT(sizeof(struct node) <= 48);
+/* evict.h states the memory a block costs: malloc's chunk of 64 */
+G_STATIC_ASSERT(sizeof(struct node) <= 56);
 
 struct kvt_evict {
 	enum kvt_evict_policy policy;
 	struct kvt_evict_tuning tune;
-	GHashTable *nodes;              /* every node, ghosts included */
+	GHashTable *nodes;              /* the blocks' nodes, by key */
+	GHashTable *ghosts;             /* the ghosts' nodes, by name */
 	GQueue q[Q_COUNT];
 	uint64_t qbytes[Q_COUNT];
 	uint64_t qpinned[Q_COUNT];      /* pinned nodes in each queue */
@@ -84,6 +87,7 @@ struct kvt_evict *kvt_evict_new(enum kvt_evict_policy policy,
 	e->tune.ghost_pct = MIN(e->tune.ghost_pct, 100);
 	e->small_share = e->tune.small_pct / 100.0;
 	e->nodes = g_hash_table_new(g_int64_hash, g_int64_equal);
+	e->ghosts = g_hash_table_new(g_int64_hash, g_int64_equal);
 	for (int i = 0; i < Q_COUNT; i++)
 		g_queue_init(&e->q[i]);
 	return e;
@@ -104,20 +108,14 @@ void kvt_evict_free(struct kvt_evict *e)
 		}
 	}
 	g_hash_table_destroy(e->nodes);
+	g_hash_table_destroy(e->ghosts);
 	g_free(e);
-}
-
-static struct node *find(const struct kvt_evict *e, uint64_t key)
-{
-	return g_hash_table_lookup(e->nodes, &key);
 }
 
 /* A node that stands for a block, not a ghost. */
 static struct node *find_held(const struct kvt_evict *e, uint64_t key)
 {
-	struct node *n = find(e, key);
-
-	return n && !is_ghost(n) ? n : NULL;
+	return g_hash_table_lookup(e->nodes, &key);
 }
 
 static void q_push(struct kvt_evict *e, struct node *n, enum where w)
@@ -142,7 +140,7 @@ static void drop(struct kvt_evict *e, struct node *n)
 	q_unlink(e, n);
 	if (n->pins)
 		e->pinned_bytes -= n->size;
-	g_hash_table_remove(e->nodes, &n->key);
+	g_hash_table_remove(is_ghost(n) ? e->ghosts : e->nodes, &n->key);
 	g_free(n);
 }
 
@@ -215,35 +213,63 @@ static void adapt(struct kvt_evict *e, const struct node *n, uint64_t size)
 				     ADAPT_MIN_SHARE);
 }
 
-bool kvt_evict_insert(struct kvt_evict *e, uint64_t key, uint64_t size)
+/* Ghost @n stands for block @key again, in main. */
+static void unghost(struct kvt_evict *e, struct node *n, uint64_t key, uint64_t size)
 {
-	struct node *n = find(e, key);
+	g_hash_table_remove(e->ghosts, &n->key);
+	q_unlink(e, n);
+	n->key = key;
+	n->size = size;
+	n->freq = 0;
+	g_hash_table_add(e->nodes, n);
+	q_push(e, n, Q_MAIN);
+}
 
-	if (n && !is_ghost(n)) {
+bool kvt_evict_insert_as(struct kvt_evict *e, uint64_t key, uint64_t name, uint64_t size)
+{
+	struct node *n = find_held(e, key);
+
+	if (n) {
 		e->qbytes[n->where] = e->qbytes[n->where] - n->size + size;
 		if (n->pins)
 			e->pinned_bytes = e->pinned_bytes - n->size + size;
 		n->size = size;
+		n->name = name;
 		use(e, n);
 		return false;
 	}
+	n = g_hash_table_lookup(e->ghosts, &name);
 	if (n) {
 		/* S3-FIFO: it was evicted too early once; main keeps it */
 		if (e->policy == KVT_EVICT_S3FIFO_ADAPTIVE)
 			adapt(e, n, size);
-		q_unlink(e, n);
-		n->size = size;
-		n->freq = 0;
-		q_push(e, n, Q_MAIN);
+		unghost(e, n, key, size);
+		n->name = name;
 		return true;
 	}
 	n = g_new0(struct node, 1);
 	n->key = key;
+	n->name = name;
 	n->size = size;
 	n->link.data = n;
 	g_hash_table_add(e->nodes, n);
 	q_push(e, n, e->policy == KVT_EVICT_LRU ? Q_MAIN : Q_SMALL);
 	return true;
+}
+
+bool kvt_evict_insert(struct kvt_evict *e, uint64_t key, uint64_t size)
+{
+	return kvt_evict_insert_as(e, key, key, size);
+}
+
+void kvt_evict_keep(struct kvt_evict *e, uint64_t key, uint64_t name, uint64_t size)
+{
+	struct node *n = g_hash_table_lookup(e->ghosts, &name);
+
+	if (!find_held(e, key) && n)
+		unghost(e, n, key, size);
+	else
+		kvt_evict_insert_as(e, key, name, size);
 }
 
 bool kvt_evict_touch(struct kvt_evict *e, uint64_t key)
@@ -308,13 +334,22 @@ static uint64_t victim(struct kvt_evict *e, struct node *n, GArray *victims)
 	uint64_t size = n->size;
 
 	g_array_append_val(victims, n->key);
-	if (is_s3fifo(e) && n->where == Q_SMALL) {
+	if ((is_s3fifo(e) && n->where == Q_SMALL) ||
+	    (e->policy == KVT_EVICT_S3FIFO_ADAPTIVE && n->where == Q_MAIN)) {
+		enum where ghost = n->where == Q_SMALL ? Q_GHOST : Q_GHOST_MAIN;
+		struct node *old = g_hash_table_lookup(e->ghosts, &n->name);
+
+		/* Known by its name from now on: a ghost of that name
+		 * before it is the same block's, older. */
+		if (old)
+			drop(e, old);
+		g_hash_table_remove(e->nodes, &n->key);
 		q_unlink(e, n);
-		n->freq = 0;
-		q_push(e, n, Q_GHOST);
-	} else if (e->policy == KVT_EVICT_S3FIFO_ADAPTIVE && n->where == Q_MAIN) {
-		q_unlink(e, n);
-		q_push(e, n, Q_GHOST_MAIN);
+		n->key = n->name;
+		if (ghost == Q_GHOST)
+			n->freq = 0;
+		g_hash_table_add(e->ghosts, n);
+		q_push(e, n, ghost);
 	} else {
 		drop(e, n);
 	}

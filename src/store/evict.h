@@ -1,9 +1,10 @@
 /* Which blocks go first when the tier is over its budget: an index of
- * blocks by a 64-bit key (a hash of the name), each with its size in
- * bytes, kept in the order of an eviction policy.  It knows nothing of
- * files: the caller tells it of stores (insert), loads (touch), removals
- * done elsewhere (remove) and blocks that must stay (pin), and asks it
- * for victims.
+ * blocks by a 64-bit key (to the evictor, the inode of the block's
+ * record), each with its size in bytes and a 64-bit name (a hash of its
+ * path) that its ghost is known by, kept in the order of an eviction
+ * policy.  It knows nothing of files: the caller tells it of stores
+ * (insert), loads (touch), removals done elsewhere (remove) and blocks
+ * that must stay (pin), and asks it for victims.
  *
  * Four policies:
  *
@@ -35,7 +36,7 @@
  * A pinned block (open, pending, being loaded) is never chosen: LRU
  * and SLRU pass over it; S3-FIFO moves it on as if it had been loaded.
  *
- * Memory: one node of 48 bytes (64 with malloc's header) and one slot of
+ * Memory: one node of 56 bytes (64 with malloc's header) and one slot of
  * a GHashTable (a key pointer and a hash, 12 bytes, at a load of 25-100%)
  * per block; S3-FIFO keeps at most as many ghost keys as blocks (both
  * ghosts together when adaptive), each a node of its own.  Measured by
@@ -76,9 +77,16 @@ struct kvt_evict *kvt_evict_new(enum kvt_evict_policy policy,
 				const struct kvt_evict_tuning *tuning);
 void kvt_evict_free(struct kvt_evict *e);
 
-/* A store of @key, of @size bytes.  A key held already is a use of it
- * (its size is updated); returns true when the key was new. */
+/* A store of @key, of @size bytes, under @name: what S3-FIFO's ghosts
+ * know a block by, so that one stored again under the same name with
+ * another key (a new file's inode) is known as a return.  A key held
+ * already is a use of it (its size and name are updated); returns true
+ * when the key was new.  kvt_evict_insert: @name is @key. */
+bool kvt_evict_insert_as(struct kvt_evict *e, uint64_t key, uint64_t name, uint64_t size);
 bool kvt_evict_insert(struct kvt_evict *e, uint64_t key, uint64_t size);
+/* A victim the caller could not delete (in use): held again, in main for
+ * S3-FIFO, without counting as a ghost's return. */
+void kvt_evict_keep(struct kvt_evict *e, uint64_t key, uint64_t name, uint64_t size);
 /* A load of @key: a use.  False when the key is not held (nothing done). */
 bool kvt_evict_touch(struct kvt_evict *e, uint64_t key);
 /* @key is gone (an unlink, a purge): forgotten, pinned or not, and not

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
+#include <xxh_x86dispatch.h>
 
 #include "layout.h"
 #include "log.h"
@@ -47,6 +49,8 @@ struct kvt_evictor {
 	GHashTable *pins;        /* key (uint64_t *) -> opens, held or not */
 	bool stop, indexed, exhausted;
 	bool passing;            /* a pass is evicting */
+	bool poked;              /* a store took the usage past evict_high */
+	guint64 freed;           /* blocks evicted, ever: room for a waiter */
 	guint64 asked;           /* stores that waited for room, ever */
 	uint64_t wanted;         /* the most room one asked for since the
 				  * thread last looked */
@@ -70,6 +74,14 @@ static struct block *block_new(uint64_t key, uint64_t size, gint64 used_at, cons
 	return b;
 }
 
+/* What the policy's ghosts know a block by: its path, which a block
+ * stored again after its eviction has again, in a record of another
+ * inode. */
+static uint64_t name_of(const char *path)
+{
+	return (uint64_t)XXH3_64bits_dispatch(path, strlen(path));
+}
+
 /* Caller holds ev->lock.  A block new to the index takes the pins its
  * key has (an open that came before the walk found it). */
 static void held(struct kvt_evictor *ev, struct block *b, bool use)
@@ -82,7 +94,7 @@ static void held(struct kvt_evictor *ev, struct block *b, bool use)
 		return;
 	}
 	g_hash_table_replace(ev->blocks, b, b);
-	if (kvt_evict_insert(ev->order, b->key, b->size))
+	if (kvt_evict_insert_as(ev->order, b->key, name_of(b->path), b->size))
 		for (guint i = 0; i < pins; i++)
 			kvt_evict_pin(ev->order, b->key);
 	ev->exhausted = false;
@@ -213,6 +225,12 @@ static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, uint64_t *evicte
 	ret = ev->o.evict_name(ev->o.data, path, key, used_at);
 	g_mutex_lock(&ev->lock);
 	b = g_hash_table_lookup(ev->blocks, &key);
+	if (ret == 0) {
+		/* A store that waits takes the room now, not at the pass's
+		 * end. */
+		ev->freed++;
+		g_cond_broadcast(&ev->passed);
+	}
 	if (ret == 0 || ret == -ENOENT || ret == -ESTALE) {
 		if (b)
 			g_hash_table_remove(ev->blocks, &key);
@@ -222,7 +240,7 @@ static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, uint64_t *evicte
 		 * as used. */
 		if (ret == -EAGAIN)
 			b->used_at = g_get_real_time();
-		kvt_evict_insert(ev->order, key, b->size);
+		kvt_evict_keep(ev->order, key, name_of(b->path), b->size);
 		for (guint i = GPOINTER_TO_UINT(g_hash_table_lookup(ev->pins, &key)); i; i--)
 			kvt_evict_pin(ev->order, key);
 	}
@@ -236,7 +254,8 @@ static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, uint64_t *evicte
 	return 0;
 }
 
-/* Evicts down to @target bytes of usage.  False when nothing could be. */
+/* Evicts down to @target bytes of usage.  False when it was not reached
+ * and nothing could be evicted. */
 static bool evict_to(struct kvt_evictor *ev, uint64_t target)
 {
 	g_autoptr(GArray) victims = g_array_new(FALSE, FALSE, sizeof(uint64_t));
@@ -286,8 +305,13 @@ static bool evict_to(struct kvt_evictor *ev, uint64_t target)
 			  ")%s",
 			  evicted, bytes, (double)(g_get_monotonic_time() - t0) / G_USEC_PER_SEC,
 			  before, used, budget, target,
-			  used > target ? ": nothing more can be evicted now" : "");
-	return used <= target;
+			  used <= target ? "" :
+			  evicted ? ": the stores under way took the room as it was made" :
+				    ": nothing more can be evicted now");
+	/* A pass that evicted is no sign of a full tier, though stores took
+	 * the room meanwhile: a store waiting for room must not be refused
+	 * for it. */
+	return used <= target || evicted;
 }
 
 /* Whether this mount makes the passes past the high watermark: one mount
@@ -327,6 +351,14 @@ static uint64_t pct_of(uint64_t bytes, unsigned pct)
 	return bytes / 100 * pct + bytes % 100 * pct / 100;
 }
 
+/* Whether the usage is past evict_high. */
+static bool over_high(struct kvt_evictor *ev, uint64_t budget)
+{
+	uint64_t used;
+
+	return budget && kvt_usage_get(ev->s, &used) && used > pct_of(budget, ev->o.high_pct);
+}
+
 /* What the usage should come down to now, or 0 when no pass is due. */
 static uint64_t due(struct kvt_evictor *ev, bool waiters, uint64_t wanted, uint64_t *target)
 {
@@ -341,7 +373,7 @@ static uint64_t due(struct kvt_evictor *ev, bool waiters, uint64_t wanted, uint6
 		(void)lead(ev);
 		*target = MIN(low, budget > wanted ? budget - wanted : 0);
 	}
-	else if (used > pct_of(budget, ev->o.high_pct) && lead(ev))
+	else if (over_high(ev, budget) && lead(ev))
 		*target = low;
 	else
 		return 0;
@@ -373,6 +405,7 @@ static gpointer run(gpointer data)
 
 		served = ev->asked;
 		ev->wanted = 0;
+		ev->poked = false;
 		g_mutex_unlock(&ev->lock);
 		/* After a pass that could evict nothing, the next waits for a
 		 * change: a block stored or let go, or a store that waits. */
@@ -395,7 +428,7 @@ static gpointer run(gpointer data)
 			ev->passes++;
 			g_cond_broadcast(&ev->passed);
 		}
-		if (!ev->stop && ev->asked == served)
+		if (!ev->stop && ev->asked == served && !ev->poked)
 			g_cond_wait_until(&ev->wake, &ev->lock, g_get_monotonic_time() + TICK_US);
 	}
 	g_mutex_unlock(&ev->lock);
@@ -453,14 +486,22 @@ void kvt_evictor_stored(struct kvt_store *s, struct kvt_dir *d, const char *name
 {
 	struct kvt_evictor *ev = s->evictor;
 	g_autofree char *path = NULL;
+	bool poke;
 
 	if (!ev || !key)
 		return;
 	path = kvt_name_path(s, d, name);
 	if (g_str_has_prefix(path, "(moved)/"))
 		return; /* moved meanwhile: the next walk finds it */
+	poke = over_high(ev, kvt_usage_budget(s));
 	g_mutex_lock(&ev->lock);
 	held(ev, block_new(key, size, g_get_real_time(), path), true);
+	/* A pass starts now, not at the next tick: the stores that follow
+	 * find room instead of waiting for it. */
+	if (poke && !ev->poked) {
+		ev->poked = true;
+		g_cond_signal(&ev->wake);
+	}
 	g_mutex_unlock(&ev->lock);
 }
 
@@ -554,7 +595,7 @@ bool kvt_evictor_make_room(struct kvt_store *s, uint64_t size)
 	struct kvt_evictor *ev = s->evictor;
 	gint64 until = g_get_monotonic_time() + ROOM_WAIT_US;
 	gint64 until_max = g_get_monotonic_time() + ROOM_WAIT_MAX_US;
-	guint64 passes;
+	guint64 passes, freed;
 	bool room;
 
 	if (!ev)
@@ -567,17 +608,20 @@ bool kvt_evictor_make_room(struct kvt_store *s, uint64_t size)
 	ev->asked++;
 	ev->wanted = MAX(ev->wanted, size);
 	passes = ev->passes;
+	freed = ev->freed;
 	g_cond_signal(&ev->wake);
-	/* A pass that is evicting is waited for past ROOM_WAIT_US, up to
-	 * ROOM_WAIT_MAX_US: on a loaded machine a pass can take longer, and
-	 * a store refused while it goes on would be refused for nothing. */
-	while (ev->passes == passes && !ev->stop)
+	/* Until a block goes (the caller looks at the room again) or a pass
+	 * ends.  A pass that is evicting is waited for past ROOM_WAIT_US, up
+	 * to ROOM_WAIT_MAX_US: on a loaded machine a pass can take longer,
+	 * and a store refused while it goes on would be refused for
+	 * nothing. */
+	while (ev->passes == passes && ev->freed == freed && !ev->stop)
 		if (!g_cond_wait_until(&ev->passed, &ev->lock, until)) {
 			if (!ev->passing || g_get_monotonic_time() >= until_max)
 				break;
 			until = MIN(until_max, g_get_monotonic_time() + ROOM_WAIT_US);
 		}
-	room = ev->passes != passes && !ev->exhausted;
+	room = ev->freed != freed || (ev->passes != passes && !ev->exhausted);
 	g_mutex_unlock(&ev->lock);
 	return room;
 }
@@ -596,6 +640,8 @@ bool kvt_evictor_info(struct kvt_store *s, struct kvt_evictor_info *out)
 	out->bytes = kvt_evict_bytes(ev->order);
 	out->pinned_bytes = kvt_evict_pinned_bytes(ev->order);
 	out->policy = kvt_evict_policy_name(ev->o.policy);
+	out->high_pct = ev->o.high_pct;
+	out->low_pct = ev->o.low_pct;
 	g_mutex_unlock(&ev->lock);
 	return true;
 }

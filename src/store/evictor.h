@@ -104,6 +104,7 @@ struct kvt_evictor_info {
 	uint64_t blocks, bytes;  /* in the index */
 	uint64_t pinned_bytes;
 	const char *policy;
+	unsigned high_pct, low_pct; /* the watermarks */
 };
 /* False when there is no evictor. */
 bool kvt_evictor_info(struct kvt_store *s, struct kvt_evictor_info *out);

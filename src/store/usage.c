@@ -24,6 +24,7 @@ struct kvt_usage {
 	gint64 fan_moves[KVT_FANOUT]; /* atomic: the same, by fan-out directory */
 	gint64 base;        /* atomic: the last count, less the moves before it */
 	gint64 others;      /* atomic: what other mounts moved since (ledger.h) */
+	gint64 reserved;    /* atomic: room held for publications under locks */
 	struct kvt_ledger *ledger; /* the thread's */
 	gint known;         /* atomic: a count ended */
 	gint dirty;         /* atomic: moves not in our ledger file yet */
@@ -267,8 +268,11 @@ static const char *no_room(struct kvt_store *s, uint64_t size, uint64_t *used_ou
 	struct kvt_usage *u = s->usage;
 	const char *why = NULL;
 	uint64_t used = 0, keep;
+	gint64 held = __atomic_load_n(&u->reserved, __ATOMIC_ACQUIRE);
 	bool counted, space;
 
+	/* Room another store holds is taken (kvt_usage_wait_room). */
+	size += (uint64_t)MAX(held, 0);
 	/* Fresh for each object: stores a second apart would overshoot. */
 	space = u->min_free_pct ? lower_space(s, u, true) == 0 : false;
 	counted = kvt_usage_get(s, &used);
@@ -310,9 +314,11 @@ static bool wait_counted(struct kvt_usage *u)
 	return true;
 }
 
-/* Set while this thread publishes under its caller's locks; and whether
- * the evictor, asked before them, found nothing to evict. */
+/* Set while this thread publishes under its caller's locks; whether the
+ * evictor, asked before them, found nothing to evict; and the room it
+ * holds for that publication. */
 static __thread bool room_nowait, room_exhausted;
+static __thread uint64_t room_held;
 
 bool kvt_usage_set_nowait(bool nowait)
 {
@@ -324,17 +330,40 @@ bool kvt_usage_set_nowait(bool nowait)
 
 void kvt_usage_wait_room(struct kvt_store *s, uint64_t size)
 {
+	struct kvt_usage *u = s->usage;
 	uint64_t used;
 
+	kvt_usage_release_room(s);
 	room_exhausted = false;
-	if (s->usage && no_room(s, size, &used))
-		wait_counted(s->usage);
+	if (!u)
+		return;
+	if (no_room(s, size, &used))
+		wait_counted(u);
 	for (gint64 until = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-	     s->usage && g_get_monotonic_time() < until && no_room(s, size, &used);)
+	     g_get_monotonic_time() < until;) {
+		if (!no_room(s, size, &used)) {
+			/* Held, so that no store takes it before the
+			 * publication: with the others' holds and this one
+			 * counted, is the budget still kept? */
+			__atomic_add_fetch(&u->reserved, (gint64)size, __ATOMIC_ACQ_REL);
+			if (!no_room(s, 0, &used)) {
+				room_held = size;
+				return;
+			}
+			__atomic_sub_fetch(&u->reserved, (gint64)size, __ATOMIC_ACQ_REL);
+		}
 		if (!kvt_evictor_make_room(s, size)) {
 			room_exhausted = true;
-			break;
+			return;
 		}
+	}
+}
+
+void kvt_usage_release_room(struct kvt_store *s)
+{
+	if (room_held && s->usage)
+		__atomic_sub_fetch(&s->usage->reserved, (gint64)room_held, __ATOMIC_ACQ_REL);
+	room_held = 0;
 }
 
 int kvt_usage_room(struct kvt_store *s, uint64_t size)
@@ -345,6 +374,10 @@ int kvt_usage_room(struct kvt_store *s, uint64_t size)
 	guint64 more;
 
 	if (!u)
+		return 0;
+	/* Room held for this publication: its own, taken.  It is counted
+	 * twice until its holder lets it go, after the publication. */
+	if (room_nowait && room_held >= size)
 		return 0;
 	why = no_room(s, size, &used);
 	if (why && !room_nowait && wait_counted(u))

@@ -43,8 +43,12 @@ uint64_t kvt_usage_budget(struct kvt_store *s);
  * kvt_usage_wait_room before it takes them. */
 bool kvt_usage_set_nowait(bool nowait);
 /* Waits (a few seconds at most) for the evictor to make room for @size
- * bytes more, if the budget leaves none. */
+ * bytes more, if the budget leaves none, and holds that room for this
+ * thread's next publication under nowait: other stores cannot take it
+ * meanwhile.  kvt_usage_release_room lets it go, after the publication
+ * (made or not). */
 void kvt_usage_wait_room(struct kvt_store *s, uint64_t size);
+void kvt_usage_release_room(struct kvt_store *s);
 
 /* For object.c: room for a new object of @size bytes (-ENOSPC), and the
  * moves of the usage. */

@@ -107,6 +107,7 @@ static atomic_uint_fast64_t g_inflight;
 static GMutex g_lock;
 static GCond g_drained;         /* a job finished */
 static struct hist g_request_ns;        /* requests' latencies, under g_lock */
+static struct hist g_load_ns, g_store_ns; /* each load's and store's, under g_lock */
 /* Keys queued or being stored (under g_lock): a server stores a block
  * once, not again while its first store is on its way. */
 static GHashTable *g_pending;
@@ -287,10 +288,14 @@ static void request_put(struct request *r)
 	g_free(r);
 }
 
-/* @j is done; a store's job is freed by the pending set. */
-static void job_done(struct job *j, bool store)
+/* @j is done, begun at @t0; a store's job is freed by the pending set. */
+static void job_done(struct job *j, bool store, const struct timespec *t0)
 {
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	g_mutex_lock(&g_lock);
+	hist_add(store ? &g_store_ns : &g_load_ns, bio_ns_since(t0, &t1));
 	request_put(j->req);
 	if (store)
 		g_hash_table_remove(g_pending, &j->key);
@@ -369,8 +374,10 @@ static void load_job(gpointer data, gpointer user)
 {
 	struct job *j = data;
 	char path[PATH_MAX];
+	struct timespec t0;
 
 	(void)user;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	bio_block_path(path, sizeof(path), j->key);
 	errno = 0;
 	if (!bio_load_checked(&t_load, tls_get(false)->load_buf, path, j->key) &&
@@ -378,7 +385,7 @@ static void load_job(gpointer data, gpointer user)
 		atomic_fetch_add(&g_load_gone, 1);
 	if (j->pinned)
 		kept_unpin(j->key);
-	job_done(j, false);
+	job_done(j, false, &t0);
 }
 
 /* The key of request @no's store of @key in g_stored_at. */
@@ -392,9 +399,11 @@ static void store_job(gpointer data, gpointer user)
 	struct job *j = data;
 	struct tls *t = tls_get(true);
 	char path[PATH_MAX], tmp[PATH_MAX + 32];
+	struct timespec t0;
 	int stored, e;
 
 	(void)user;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	bio_block_path(path, sizeof(path), j->key);
 	snprintf(tmp, sizeof(tmp), "%s_%" PRIu64 ".tmp", path, t->tmp_suffix);
 	bio_fill_block(t->store_buf, j->key);
@@ -417,7 +426,7 @@ static void store_job(gpointer data, gpointer user)
 				    g_memdup2(&done, sizeof(done)));
 		g_mutex_unlock(&g_lock);
 	}
-	job_done(j, true);
+	job_done(j, true, &t0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -855,13 +864,15 @@ static void summary_eviction(const struct life *s, bool json)
 			       L->lru_blocks, s->lru_hit, ratio_of(hit, s->lru_hit),
 			       s->lru_timed_hit, ratio_of(hit, s->lru_timed_hit));
 		printf(" req_p50_us=%.1f req_p99_us=%.1f req_max_us=%.1f "
-		       "store_errors=%" PRIu64 " store_enospc=%" PRIu64
+		       "load_p99_us=%.1f store_p99_us=%.1f store_errors=%" PRIu64
+		       " store_enospc=%" PRIu64
 		       " store_errno=%s load_gone=%" PRIu64 " statfs_samples=%" PRIu64
 		       " statfs_failed=%" PRIu64 " statfs_over=%" PRIu64
 		       " statfs_size_MiB=%.1f statfs_max_used_MiB=%.1f "
 		       "statfs_max_over_MiB=%.1f usage_from=%s",
 		       hist_pct_us(&g_request_ns, 50), hist_pct_us(&g_request_ns, 99),
-		       (double)g_request_ns.max / 1e3, store_errors,
+		       (double)g_request_ns.max / 1e3, hist_pct_us(&g_load_ns, 99),
+		       hist_pct_us(&g_store_ns, 99), store_errors,
 		       (uint64_t)atomic_load(&g_store_errno[ENOSPC]), errnos,
 		       (uint64_t)atomic_load(&g_load_gone), sm->samples, sm->failed,
 		       sm->over, (double)sm->size / mib, (double)sm->max_used / mib,
@@ -878,6 +889,7 @@ static void summary_eviction(const struct life *s, bool json)
 		       ratio_of(hit, s->lru_hit), s->lru_timed_hit,
 		       ratio_of(hit, s->lru_timed_hit));
 	printf(", \"req_p50_us\": %.1f, \"req_p99_us\": %.1f, \"req_max_us\": %.1f, "
+	       "\"load_p99_us\": %.1f, \"store_p99_us\": %.1f, "
 	       "\"store_errors\": %" PRIu64 ", \"store_enospc\": %" PRIu64
 	       ", \"store_errno\": \"%s\", \"load_gone\": %" PRIu64
 	       ", \"statfs_samples\": %" PRIu64 ", \"statfs_failed\": %" PRIu64
@@ -885,7 +897,8 @@ static void summary_eviction(const struct life *s, bool json)
 	       "\"statfs_max_used_MiB\": %.1f, \"statfs_max_over_MiB\": %.1f, "
 	       "\"usage_from\": \"%s\"",
 	       hist_pct_us(&g_request_ns, 50), hist_pct_us(&g_request_ns, 99),
-	       (double)g_request_ns.max / 1e3, store_errors,
+	       (double)g_request_ns.max / 1e3, hist_pct_us(&g_load_ns, 99),
+	       hist_pct_us(&g_store_ns, 99), store_errors,
 	       (uint64_t)atomic_load(&g_store_errno[ENOSPC]), errnos,
 	       (uint64_t)atomic_load(&g_load_gone), sm->samples, sm->failed, sm->over,
 	       (double)sm->size / mib, (double)sm->max_used / mib,
