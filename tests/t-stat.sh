@@ -45,7 +45,7 @@ human_counters() {
 kvt_xattr "$MNT" user.kvtierfs.stats >"$T/xattr"
 "$STAT" "$MNT" >"$T/human" 2>"$T/err"
 st=$?
-human_counters "$T/xattr" "$T/human" '^evict'
+human_counters "$T/xattr" "$T/human" '^(evict|room_)'
 [ "$?" = 0 ] && [ "$st" = 0 ] && [ ! -s "$T/err" ] && [ ${#bad[@]} = 0 ] &&
 	grep -q "^kvtierfs on $MNT: store $(readlink -f "$LOWER"), version [0-9.]*, pid $KVT_PID, up " "$T/human" &&
 	grep -Fq "purged $victim: object $obj: torn by size: expected $SIZE, found 1" "$T/human"
@@ -224,7 +224,7 @@ size_re='[0-9.]+ ([KMG]iB|bytes?)'
 budget_re="^  budget   $size_re used of 8\.0 MiB \($pct%\), $size_re pinned;"
 budget_re+=" evict $(mval evict), indexed $(mval indexed_blocks) blocks, $size_re\$"
 evict_re="^  eviction  evictions $evictions  evicted_bytes $size_re  evict_passes [1-9][0-9]*"
-evict_re+="  evict_pass_time [0-9.]+ (us|ms|s)\$"
+evict_re+="  evict_pass_time [0-9.]+ (us|ms|s)  room_waits [0-9]+  room_wait_time [0-9.]+ (us|ms|s)\$"
 human_counters "$T/bxattr" "$T/bhuman"
 [ "$?" = 0 ] && [ ${#bad[@]} = 0 ] && [ ! -s "$T/berr" ] &&
 	grep -Eq "$budget_re" "$T/bhuman.sp" && grep -Eq "$evict_re" "$T/bhuman.sp" &&

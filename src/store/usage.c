@@ -314,6 +314,15 @@ static bool wait_counted(struct kvt_usage *u)
 	return true;
 }
 
+/* A store that waited for the evictor since @t0 (0: did not wait). */
+static void room_waited(struct kvt_store *s, gint64 t0)
+{
+	if (!t0)
+		return;
+	kvt_store_count(s, KVT_STAT_room_waits, 1);
+	kvt_store_count(s, KVT_STAT_room_wait_us, (uint64_t)(g_get_monotonic_time() - t0));
+}
+
 /* Set while this thread publishes under its caller's locks; whether the
  * evictor, asked before them, found nothing to evict; and the room it
  * holds for that publication. */
@@ -339,8 +348,8 @@ void kvt_usage_wait_room(struct kvt_store *s, uint64_t size)
 		return;
 	if (no_room(s, size, &used))
 		wait_counted(u);
-	for (gint64 until = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-	     g_get_monotonic_time() < until;) {
+	for (gint64 t0 = g_get_monotonic_time(), until = t0 + 30 * G_USEC_PER_SEC, waited = 0;
+	     g_get_monotonic_time() < until; waited = 1) {
 		if (!no_room(s, size, &used)) {
 			/* Held, so that no store takes it before the
 			 * publication: with the others' holds and this one
@@ -348,12 +357,14 @@ void kvt_usage_wait_room(struct kvt_store *s, uint64_t size)
 			__atomic_add_fetch(&u->reserved, (gint64)size, __ATOMIC_ACQ_REL);
 			if (!no_room(s, 0, &used)) {
 				room_held = size;
+				room_waited(s, waited ? t0 : 0);
 				return;
 			}
 			__atomic_sub_fetch(&u->reserved, (gint64)size, __ATOMIC_ACQ_REL);
 		}
 		if (!kvt_evictor_make_room(s, size)) {
 			room_exhausted = true;
+			room_waited(s, t0);
 			return;
 		}
 	}
@@ -372,6 +383,7 @@ int kvt_usage_room(struct kvt_store *s, uint64_t size)
 	const char *why;
 	uint64_t used;
 	guint64 more;
+	gint64 t0;
 
 	if (!u)
 		return 0;
@@ -385,9 +397,11 @@ int kvt_usage_room(struct kvt_store *s, uint64_t size)
 	/* The evictor makes room while it can: passes until one finds
 	 * nothing to evict (other stores may take the room a pass made
 	 * before this one looks), for as long as a pass may take. */
-	for (gint64 until = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-	     why && !room_nowait && g_get_monotonic_time() < until && kvt_evictor_make_room(s, size);)
+	t0 = why && !room_nowait && s->evictor ? g_get_monotonic_time() : 0;
+	for (gint64 until = t0 + 30 * G_USEC_PER_SEC;
+	     why && t0 && g_get_monotonic_time() < until && kvt_evictor_make_room(s, size);)
 		why = no_room(s, size, &used);
+	room_waited(s, t0);
 	if (!why)
 		return 0;
 	g_mutex_lock(&u->lock);

@@ -57,6 +57,8 @@ static const struct {
 	{ "evicted_bytes", "eviction", "Bytes of the objects of the names the evictor removed" },
 	{ "evict_passes", "eviction", "Eviction passes" },
 	{ "evict_pass_us", "eviction", "Time the eviction passes took, in all" },
+	{ "room_waits", "eviction", "Stores that waited for the evictor to make room" },
+	{ "room_wait_us", "eviction", "Time the stores waited for room, in all" },
 	{ "lower_errors", "other", "Failures of the lower file system (EIO, ESTALE, ENOSPC, ...)" },
 };
 static const char *const groups[] = { "lookups", "stores", "loads",	"torn",

@@ -39,6 +39,8 @@
 	X(evicted_bytes) /* ... the bytes of their objects */                \
 	X(evict_passes) /* eviction passes */                                \
 	X(evict_pass_us) /* ... the time they took, microseconds */          \
+	X(room_waits)  /* stores that waited for the evictor to make room */ \
+	X(room_wait_us) /* ... the time they waited, microseconds */         \
 	X(lower_errors) /* failures of the lower file system (lowerr.h) */
 
 enum kvt_stat {
