@@ -20,6 +20,10 @@
 #define ROOM_WAIT_MAX_US (30 * G_USEC_PER_SEC)
 /* How often the thread looks at the usage when nothing wakes it. */
 #define TICK_US (G_USEC_PER_SEC / 4)
+/* Names evicted at once: an eviction is a dozen lower calls that wait
+ * on the disk (a rename, three unlinks, opens and stats); one at a time
+ * the stores of a busy server outran them. */
+#define EVICT_THREADS 8
 
 /* A block's name: the key first, so that the table is a set of these. */
 struct block {
@@ -43,6 +47,7 @@ struct kvt_evictor {
 	GMutex lock;
 	GCond wake;              /* the thread: a waiter, a stop */
 	GCond passed;            /* waiters: a pass ended */
+	GThreadPool *workers;    /* evict_job */
 	/* under lock: */
 	struct kvt_evict *order;
 	GHashTable *blocks;      /* struct block, by key */
@@ -203,8 +208,8 @@ static bool index_store(struct kvt_evictor *ev)
 /* ------------------------------------------------------------ a pass */
 
 /* Evicts @key; caller holds nothing.  Returns the bytes freed from the
- * index (0 when it stays or was gone). */
-static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, uint64_t *evicted)
+ * index (0 when it stays or was gone), and *@evicted whether it went. */
+static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, bool *evicted)
 {
 	g_autofree char *path = NULL;
 	uint64_t size = 0;
@@ -245,13 +250,73 @@ static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, uint64_t *evicte
 			kvt_evict_pin(ev->order, key);
 	}
 	g_mutex_unlock(&ev->lock);
-	if (ret == 0) {
-		(*evicted)++;
+	*evicted = ret == 0;
+	if (ret == 0)
 		return size;
-	}
 	if (ret != -ENOENT && ret != -ESTALE && ret != -EBUSY && ret != -EAGAIN)
 		g_debug("eviction of %s: %s", path, g_strerror(-ret));
 	return 0;
+}
+
+/* A batch of victims, evicted by the workers. */
+struct batch {
+	struct kvt_evictor *ev;
+	GMutex lock;
+	GCond done;
+	guint left;              /* under lock, with the sums: */
+	uint64_t evicted, bytes;
+};
+
+struct victim {
+	struct batch *b;
+	uint64_t key;
+};
+
+static void evict_job(gpointer data, gpointer user)
+{
+	struct victim *v = data;
+	struct batch *b = v->b;
+	bool evicted = false;
+	uint64_t bytes = 0;
+
+	(void)user;
+	/* Stopping: the index goes with the mount; only the batch's end
+	 * matters. */
+	if (!stopping(b->ev))
+		bytes = evict_one(b->ev, v->key, &evicted);
+	g_free(v);
+	g_mutex_lock(&b->lock);
+	b->evicted += evicted;
+	b->bytes += bytes;
+	if (--b->left == 0)
+		g_cond_signal(&b->done);
+	g_mutex_unlock(&b->lock);
+}
+
+/* Evicts @victims, EVICT_THREADS at a time; adds what went to *@evicted
+ * and *@bytes. */
+static void evict_batch(struct kvt_evictor *ev, GArray *victims, uint64_t *evicted,
+			uint64_t *bytes)
+{
+	struct batch b = { .ev = ev, .left = victims->len };
+
+	g_mutex_init(&b.lock);
+	g_cond_init(&b.done);
+	for (guint i = 0; i < victims->len; i++) {
+		struct victim *v = g_new(struct victim, 1);
+
+		v->b = &b;
+		v->key = g_array_index(victims, uint64_t, i);
+		g_thread_pool_push(ev->workers, v, NULL);
+	}
+	g_mutex_lock(&b.lock);
+	while (b.left)
+		g_cond_wait(&b.done, &b.lock);
+	g_mutex_unlock(&b.lock);
+	*evicted += b.evicted;
+	*bytes += b.bytes;
+	g_mutex_clear(&b.lock);
+	g_cond_clear(&b.done);
 }
 
 /* Evicts down to @target bytes of usage.  False when it was not reached
@@ -260,7 +325,7 @@ static bool evict_to(struct kvt_evictor *ev, uint64_t target)
 {
 	g_autoptr(GArray) victims = g_array_new(FALSE, FALSE, sizeof(uint64_t));
 	gint64 t0 = g_get_monotonic_time();
-	uint64_t used, evicted = 0, bytes = 0, before, tries, budget;
+	uint64_t used, evicted = 0, bytes = 0, before, tries, budget, deficit;
 	guint64 more;
 
 	if (!kvt_usage_get(ev->s, &used))
@@ -273,19 +338,22 @@ static bool evict_to(struct kvt_evictor *ev, uint64_t target)
 	g_mutex_unlock(&ev->lock);
 	/* A block gone meanwhile (another mount evicted it, a client
 	 * removed it) frees nothing but leaves the index: the next choice
-	 * goes on from there. */
-	while (used > target && tries) {
+	 * goes on from there.  What the stores take meanwhile is the next
+	 * pass's to make room for: a pass that chased them would evict more
+	 * than the watermarks say, and the blocks a store is about to use. */
+	deficit = used > target ? used - target : 0;
+	while (used > target && bytes < deficit && tries) {
 		g_array_set_size(victims, 0);
 		g_mutex_lock(&ev->lock);
-		kvt_evict_choose(ev->order, MIN(used - target, (uint64_t)1 << 30), victims);
+		kvt_evict_choose(ev->order, MIN(deficit - bytes, (uint64_t)1 << 30), victims);
 		g_mutex_unlock(&ev->lock);
 		if (!victims->len)
 			break;
-		for (guint i = 0; i < victims->len && tries; i++, tries--) {
-			bytes += evict_one(ev, g_array_index(victims, uint64_t, i), &evicted);
-			if (stopping(ev))
-				return true;
-		}
+		/* All of them: the index forgot them when it chose them. */
+		evict_batch(ev, victims, &evicted, &bytes);
+		tries -= MIN(tries, (uint64_t)victims->len);
+		if (stopping(ev))
+			return true;
 		if (!kvt_usage_get(ev->s, &used))
 			break;
 	}
@@ -453,6 +521,7 @@ void kvt_evictor_start(struct kvt_store *s, const struct kvt_evictor_opts *o)
 	ev->order = kvt_evict_new(o->policy, NULL);
 	ev->blocks = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	ev->pins = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	ev->workers = g_thread_pool_new(evict_job, NULL, EVICT_THREADS, TRUE, NULL);
 	s->evictor = ev;
 	ev->thread = g_thread_new("kvt-evict", run, ev);
 }
@@ -469,6 +538,7 @@ void kvt_evictor_stop(struct kvt_store *s)
 	g_cond_broadcast(&ev->passed);
 	g_mutex_unlock(&ev->lock);
 	g_thread_join(ev->thread);
+	g_thread_pool_free(ev->workers, FALSE, TRUE);
 	s->evictor = NULL;
 	if (ev->lead_fd >= 0)
 		close(ev->lead_fd);
