@@ -21,17 +21,25 @@
  * KVT_EVICT_REWALK_S: names stored by other mounts, or renamed with their
  * directory, are then known again.
  *
- * A pass starts when the usage passes high_pct of the budget, or a store
- * waits for room (kvt_evictor_make_room), and evicts until the usage is
- * under low_pct.  Its cost grows with the blocks it evicts (and the
- * pinned ones it passes), not with the blocks held.  One log line a pass.
+ * A pass starts when a store takes the usage past high_pct of the budget
+ * (or the thread's tick finds it there), or a store waits for room
+ * (kvt_evictor_make_room), and evicts what was over low_pct when it
+ * started: the stores that come meanwhile are the next pass's.  Its
+ * victims go EVICT_THREADS at a time, each a dozen lower calls, and a
+ * store that waits takes the room of the first one gone.  Its cost grows
+ * with the blocks it evicts (and the pinned ones it passes), not with the
+ * blocks held.  One log line a pass.
+ *
+ * Ghosts (evict.h) know a block by the hash of its path: stored again
+ * after its eviction, it has a new record file, and so a new key.
  *
  * Several mounts of one store (other hosts): one of them makes the passes
  * past high_pct, the one that holds the evictor's lock on the marker
  * (layout.h), as one reclaims orphans; the others make room for their own
  * stores only, and one of them takes over when it is gone.  A mount sees
  * the others' stores in its usage within a second (ledger.h), and their
- * names in its index at its next walk (when it finds nothing to evict).  A load on another host sets the record's atime: a
+ * names in its index at its next walk (when it finds nothing to evict).
+ * A load on another host sets the record's atime: a
  * block chosen to go whose atime is later than its last use known here
  * stays, as used (one stat a block chosen, which evict_name makes
  * anyway).
