@@ -18,7 +18,7 @@
 . "$(dirname "$0")/twohosts.sh"
 
 kvt_require_root
-plan 18
+plan 27
 kvt_setup
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 MiB=1048576
@@ -90,3 +90,31 @@ done
 [ "$bad" = 0 ] && [ "$(kvt_stat "$K1" purges)" = 0 ] && [ "$(kvt_stat "$K2" purges)" = 0 ]
 ok $? "every name left reads back whole on both hosts, none purged ($bad bad)"
 th_stop_fsck "$GL1/store"
+
+# --- a block open on the other host --------------------------------------
+# A fresh store: host A stores 6 blocks; B opens b2 at once (its record
+# is too young for a load to set its atime, file.c) and keeps it open;
+# A stores 2 more, past evict_high: b2 is among A's least recently used,
+# but B has it open (B's staging/<id>/pins, peerpins.h), so b1 and b3 go,
+# b2 stays, and B reads it whole.
+mkdir "$GL1/store2" || bail "mkdir $GL1/store2"
+kvt_start "$GL1/store2" "$K1" max_size=8M,evict=lru,evict_high=95,evict_low=85
+P1=$KVT_LAST_PID
+kvt_start "$GL2/store2" "$K2" max_size=8M,evict=lru,evict_high=95,evict_low=85
+P2=$KVT_LAST_PID
+bad=0
+for i in 1 2 3 4 5 6; do store "$K1" "$i" || bad=$((bad + 1)); done
+exec 7<"$K2/b2.bin"
+pins_listed() { cat "$GL1"/store2/staging/*/pins 2>/dev/null | grep -q .; }
+[ "$bad" = 0 ] && kvt_within 5 pins_listed
+ok $? "A stores 6 blocks; B opens b2 and says so in its pins file ($took s)"
+at=$(stat -c %s "$T/daemon.log")
+store "$K1" 7 && store "$K1" 8 && kvt_wait_log 'eviction: [1-9][0-9]* names \(' 1 "$at"
+ok $? "host A stores 2 more, past evict_high: a pass evicts"
+want="2 4 5 6 7 8"
+kvt_within 5 left_both
+ok $? "the block B has open stays, b1 and b3 went, on both hosts ($took s): A sees $(left "$K1"), B $(left "$K2")"
+cmp -s "$T/b2" /dev/fd/7
+ok $? "B reads its open block whole"
+exec 7<&-
+th_stop_fsck "$GL1/store2"

@@ -11,7 +11,12 @@
 # (KVT_LIFE_SECS, default 3600 s, of 16 KiB blocks, the least recently
 # used past KVT_LIFE_CAPACITY, default 200000, evicted so that the disk
 # use stays bounded; KVT_LIFE_BLOCKS new blocks end it sooner), 0 errors,
-# 0 wrong bytes, RSS and fds bounded; the unmount.
+# 0 wrong bytes, RSS and fds bounded; the unmount.  And four more: a
+# mount with a budget (KVT_LIFE_BUDGET, default 2G) and the same life on
+# it for KVT_LIFE_BUDGET_SECS (default 3600 s) with no evictor of the
+# bench's own, storing at least twice the budget: 0 errors (no store
+# refused), 0 wrong bytes, statfs never over the budget plus the stores
+# under way, the daemon evicted, its RSS bounded; the unmount.
 # kvt-kind: clients
 . "$(dirname "$0")/lib.sh"
 
@@ -21,7 +26,7 @@ export KVTIERFS_BENCH
 kvt_require_root
 [ -x "$KVTIERFS_BENCH" ] || bail "kvtierfs-bench is not built: $KVTIERFS_BENCH"
 if [ "${KVT_STRESS:-0}" = 1 ]; then
-	plan 34
+	plan 37
 else
 	plan 31
 fi
@@ -285,6 +290,31 @@ if [ "${KVT_STRESS:-0}" = 1 ]; then
 		[ "$(field "$T/long.out" wrong)" = 0 ] &&
 		kvt_num_cmp "$rss" -lt "$rss_cap" && kvt_num_cmp "$fds" -le 4096
 	ok $? "long life: $(field "$T/long.out" secs) s, $(field "$T/long.out" stored) stored, $(field "$T/long.out" loaded) loaded, $(field "$T/long.out" evicted) evicted, 0 errors, 0 wrong; max RSS $rss MiB (${sanitized:-< 140}), max fds $fds (<= 4096)"
-	echo "# stress: rounds=1 blocks=$(kvt_calc 'a + b' a="$(field "$T/long.out" stored)" b="$(field "$T/long.out" loaded)" || echo -) wrong_bytes=$(field "$T/long.out" wrong) lost_acked=- leaked=- errors=$(field "$T/long.out" errors)"
+	kvt_umount
+
+	# The tier's own budget: hours of stores at twice the space or more.
+	budget=$(numfmt --from=iec "${KVT_LIFE_BUDGET:-2G}")
+	kvt_mount "max_size=$budget"
+	KVT_CMD_TIMEOUT=$(( ${KVT_LIFE_BUDGET_SECS:-3600} + 600 ))
+	life "$T/bl.out" --dir "$MNT" --block-size 256K --threads 16 --interval 60 \
+		--families 4096 --scan 20 --duration "${KVT_LIFE_BUDGET_SECS:-3600}" --pid "$KVT_PID"
+	st=$?
+	sed 's/^/#   /' "$T/bl.out"
+	[ "$st" -le 1 ] || diag_file "$T/bl.out.err" 10
+	g() { field "$T/bl.out" "$1"; }
+	stored_bytes=$(kvt_calc 's * 262144' s="$(g stored)")
+	evictions=$(kvt_stat "$MNT" evictions)
+	rss=$(g max_rss_MiB)
+	# A load of a block evicted since its lookup found it (load_gone)
+	# is the one error allowed: a server computes it again.
+	{ [ "$st" = 0 ] || [ "$st" = 1 ]; } && [ "$(g wrong)" = 0 ] &&
+		[ "$(g errors)" = "$(g load_gone)" ] &&
+		[ "$(g store_errors)" = 0 ] && kvt_num_cmp "$(g statfs_over)" -eq 0 &&
+		kvt_num_cmp "$(g statfs_samples)" -gt 0 &&
+		kvt_num_cmp "$stored_bytes" -ge $((2 * budget)) && kvt_num_cmp "$evictions" -gt 0 &&
+		kvt_num_cmp "$rss" -lt "$rss_cap"
+	ok $? "long life under a budget of $budget bytes: $(g secs) s, $stored_bytes bytes stored ($(kvt_calc 'int(b / m * 10) / 10' b="$stored_bytes" m="$budget")x the budget), $(g loaded) loaded, $evictions evictions by the daemon, $(g store_errors) failed stores, $(g load_gone) loads of blocks evicted after their lookup, $(g statfs_over) of $(g statfs_samples) statfs samples over, largest usage $(g statfs_max_used_MiB) MiB; max RSS $rss MiB"
+	diag "room_waits $(kvt_stat "$MNT" room_waits), room_wait_us $(kvt_stat "$MNT" room_wait_us), evict_passes $(kvt_stat "$MNT" evict_passes), evict_pass_us $(kvt_stat "$MNT" evict_pass_us); hit rate $(g hit_rate), request p99 $(g req_p99_us) us"
+	echo "# stress: rounds=2 blocks=$(kvt_calc 'a + b + c + d' a="$(field "$T/long.out" stored)" b="$(field "$T/long.out" loaded)" c="$(g stored)" d="$(g loaded)" || echo -) wrong_bytes=$(kvt_calc 'a + b' a="$(field "$T/long.out" wrong)" b="$(g wrong)") lost_acked=- leaked=- errors=$(kvt_calc 'a + b' a="$(field "$T/long.out" errors)" b="$(g errors)")"
 	kvt_umount
 fi

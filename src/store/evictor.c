@@ -11,6 +11,7 @@
 #include "log.h"
 #include "lower.h"
 #include "name.h"
+#include "peerpins.h"
 #include "store.h"
 #include "store-int.h"
 #include "usage.h"
@@ -48,10 +49,12 @@ struct kvt_evictor {
 	GCond wake;              /* the thread: a waiter, a stop */
 	GCond passed;            /* waiters: a pass ended */
 	GThreadPool *workers;    /* evict_job */
+	struct kvt_peerpins *peers; /* the thread's; read-only to the workers */
 	/* under lock: */
 	struct kvt_evict *order;
 	GHashTable *blocks;      /* struct block, by key */
 	GHashTable *pins;        /* key (uint64_t *) -> opens, held or not */
+	bool pins_changed;       /* since they were last written (peerpins.h) */
 	bool stop, indexed, exhausted;
 	bool passing;            /* a pass is evicting */
 	bool poked;              /* a store took the usage past evict_high */
@@ -227,7 +230,10 @@ static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, bool *evicted)
 	g_mutex_unlock(&ev->lock);
 	if (!path)
 		return 0;
-	ret = ev->o.evict_name(ev->o.data, path, key, used_at);
+	if (kvt_peerpins_has(ev->peers, key))
+		ret = -EBUSY; /* open on another mount */
+	else
+		ret = ev->o.evict_name(ev->o.data, path, key, used_at);
 	g_mutex_lock(&ev->lock);
 	b = g_hash_table_lookup(ev->blocks, &key);
 	if (ret == 0) {
@@ -256,6 +262,28 @@ static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, bool *evicted)
 	if (ret != -ENOENT && ret != -ESTALE && ret != -EBUSY && ret != -EAGAIN)
 		g_debug("eviction of %s: %s", path, g_strerror(-ret));
 	return 0;
+}
+
+/* Writes this mount's open blocks for the other mounts (peerpins.h), if
+ * they changed; the thread's. */
+static void write_pins(struct kvt_evictor *ev)
+{
+	g_autoptr(GHashTable) keys = NULL;
+	GHashTableIter it;
+	gpointer k;
+
+	g_mutex_lock(&ev->lock);
+	if (ev->pins_changed) {
+		keys = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+		g_hash_table_iter_init(&it, ev->pins);
+		while (g_hash_table_iter_next(&it, &k, NULL))
+			g_hash_table_add(keys, g_memdup2(k, sizeof(uint64_t)));
+		ev->pins_changed = false;
+	}
+	g_mutex_unlock(&ev->lock);
+	if (!keys)
+		return;
+	kvt_peerpins_write(ev->peers, keys);
 }
 
 /* A batch of victims, evicted by the workers. */
@@ -343,6 +371,9 @@ static bool evict_to(struct kvt_evictor *ev, uint64_t target)
 	 * than the watermarks say, and the blocks a store is about to use. */
 	deficit = used > target ? used - target : 0;
 	while (used > target && bytes < deficit && tries) {
+		/* Between batches, when no worker looks at them. */
+		write_pins(ev);
+		kvt_peerpins_read(ev->peers, TICK_US);
 		g_array_set_size(victims, 0);
 		g_mutex_lock(&ev->lock);
 		kvt_evict_choose(ev->order, MIN(deficit - bytes, (uint64_t)1 << 30), victims);
@@ -475,6 +506,7 @@ static gpointer run(gpointer data)
 		ev->wanted = 0;
 		ev->poked = false;
 		g_mutex_unlock(&ev->lock);
+		write_pins(ev);
 		/* After a pass that could evict nothing, the next waits for a
 		 * change: a block stored or let go, or a store that waits. */
 		if (!futile && due(ev, waiters, wanted, &target)) {
@@ -522,6 +554,7 @@ void kvt_evictor_start(struct kvt_store *s, const struct kvt_evictor_opts *o)
 	ev->blocks = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	ev->pins = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	ev->workers = g_thread_pool_new(evict_job, NULL, EVICT_THREADS, TRUE, NULL);
+	ev->peers = kvt_peerpins_new(s);
 	s->evictor = ev;
 	ev->thread = g_thread_new("kvt-evict", run, ev);
 }
@@ -539,6 +572,7 @@ void kvt_evictor_stop(struct kvt_store *s)
 	g_mutex_unlock(&ev->lock);
 	g_thread_join(ev->thread);
 	g_thread_pool_free(ev->workers, FALSE, TRUE);
+	kvt_peerpins_free(ev->peers);
 	s->evictor = NULL;
 	if (ev->lead_fd >= 0)
 		close(ev->lead_fd);
@@ -608,6 +642,7 @@ void kvt_evictor_pin(struct kvt_store *s, uint64_t key, bool load)
 		v = NULL;
 	}
 	g_hash_table_insert(ev->pins, k, GUINT_TO_POINTER(GPOINTER_TO_UINT(v) + 1));
+	ev->pins_changed |= !v;
 	if (load && kvt_evict_touch(ev->order, key))
 		((struct block *)g_hash_table_lookup(ev->blocks, &key))->used_at =
 			g_get_real_time();
@@ -626,8 +661,8 @@ void kvt_evictor_unpin(struct kvt_store *s, uint64_t key)
 	n = GPOINTER_TO_UINT(g_hash_table_lookup(ev->pins, &key));
 	if (n > 1)
 		g_hash_table_insert(ev->pins, g_memdup2(&key, sizeof(key)), GUINT_TO_POINTER(n - 1));
-	else
-		g_hash_table_remove(ev->pins, &key);
+	else if (g_hash_table_remove(ev->pins, &key))
+		ev->pins_changed = true;
 	if (n)
 		kvt_evict_unpin(ev->order, key);
 	/* Room may be there now for a store that was refused. */
