@@ -7,10 +7,12 @@
 # of the run with room), half the blocks or more are evicted, every
 # block left loads back whole, and the daemon's memory stays within what
 # its caches and the evictor's index (KVT_EVICTOR_BYTES_PER_BLOCK, 400
-# bytes a block held) allow.  Mounted again, the store answers its first
-# lookup within 2 s while the index of its names is built in the
-# background.  The figures (stores a second, evictions, the daemon's RSS
-# and CPU seconds) go to the TAP diagnostics.
+# bytes a block held) allow.  Mounted again with the budget halved, the
+# store answers its first lookup within 2 s while the index of its names
+# is built in the background, stores made meanwhile wait for the index
+# instead of being refused, and the usage comes down to the new budget.
+# The figures (stores a second, evictions, the daemon's RSS and CPU
+# seconds) go to the TAP diagnostics.
 #
 # KVT_EVICT_BLOCKS sets the number of blocks: 30000, or 1000000 with
 # KVT_STRESS=1 (scripts/stress).
@@ -24,7 +26,7 @@ MAX_INODES=65536
 VERIFY_CACHE=100000
 BYTES_PER_BLOCK=400 # evictor.h
 
-plan 19
+plan 22
 kvt_require_root
 kvt_setup
 [ "$KVT_CMD_TIMEOUT" -ge $((BLOCKS / 300 + 150)) ] || KVT_CMD_TIMEOUT=$((BLOCKS / 300 + 150))
@@ -112,17 +114,27 @@ ok_kvclient "read every block left, each checked" verify --dir "$MNT" --min "$le
 grep -q " wrong=0 " "$KVT_OUT" && grep -q " valid=$left " "$KVT_OUT"
 ok $? "every block left reads back whole"
 kvt_umount
-# A mount of the store serves before its index and usage are built.
+# A mount of the store serves before its index and usage are built; with
+# its budget halved it holds twice the budget, and stores made while the
+# index is built wait for it instead of being refused.
 one=$(cd "$LOWER/names" && find . -name '*.bin' -type f -print -quit)
 mount_at=$(stat -c %s "$T/daemon.log")
 t0=$(date +%s.%N)
-kvt_mount max_inodes=$MAX_INODES verify_cache=$VERIFY_CACHE max_size=$BUDGET
+kvt_mount max_inodes=$MAX_INODES verify_cache=$VERIFY_CACHE max_size=$((BUDGET / 2))
 [ -n "$one" ] && stat "$MNT/$one" >/dev/null
 st=$?
 first=$(kvt_calc 'b - a' a="$t0" b="$(date +%s.%N)")
 [ "$st" = 0 ] && kvt_num_cmp "$first" -le 2
 ok $? "remounted with $left names: the first lookup answered $first s after the mount began (2 s at most)"
+ok_kvclient "the budget halved: 2000 more stores at once, none refused" vllm-store --dir "$MNT" \
+	--blocks 2000 --key-base $((BLOCKS * 2)) --size 4K --threads 16
 kvt_wait_log "eviction: an index of the store's $left names built" 1 "$mount_at"
 ok $? "the index of the $left names is built in the background: $(grep -o "index of the store's $left names built in [0-9.]* s" "$T/daemon.log" | tail -n 1)"
+! tail -c +"$((mount_at + 1))" "$T/daemon.log" | grep -q 'no room for a new object'
+ok $? "no store refused while the index was built"
+down() { kvt_num_cmp "$(getfattr --only-values -n user.kvtierfs.mount "$MNT" 2>/dev/null |
+	awk '$1 == "usage" { print $2 }')" -le $((BUDGET / 2)); }
+kvt_within 60 down
+ok $? "the usage came down to the halved budget ($took s)"
 kvt_umount
 umount "$T/half"

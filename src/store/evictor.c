@@ -200,6 +200,7 @@ static bool index_store(struct kvt_evictor *ev)
 		added++;
 	}
 	ev->indexed = true;
+	g_cond_broadcast(&ev->passed);
 	ev->walked_at = g_get_monotonic_time();
 	g_mutex_unlock(&ev->lock);
 	g_info("eviction: an index of the store's %u names built in %.1f s (%s)", added,
@@ -706,6 +707,11 @@ bool kvt_evictor_make_room(struct kvt_store *s, uint64_t size)
 	if (!ev)
 		return false;
 	g_mutex_lock(&ev->lock);
+	/* While the index is built nothing can be chosen: a store waits for
+	 * it (ROOM_WAIT_MAX_US at most: a million names take seconds on a
+	 * busy machine) rather than be refused for nothing. */
+	while (!ev->indexed && !ev->stop && g_cond_wait_until(&ev->passed, &ev->lock, until_max))
+		;
 	if (!ev->indexed || ev->stop) {
 		g_mutex_unlock(&ev->lock);
 		return false;

@@ -15,8 +15,8 @@
  * nothing else moves (records are read with O_NOATIME).  When the store
  * opens, a walk of names/ in the background reads each record's atime
  * and size and fills the index, oldest first; until it ends nothing is
- * evicted, and a store past the budget gets ENOSPC (the conservative
- * bound).  A walk is also made again when a pass finds nothing to evict
+ * evicted, and a store past the budget waits for it (30 s at most),
+ * then gets ENOSPC.  A walk is also made again when a pass finds nothing to evict
  * while the tier is over its budget and the last walk is older than
  * KVT_EVICT_REWALK_S: names stored by other mounts, or renamed with their
  * directory, are then known again.
