@@ -425,9 +425,16 @@ static void test_memory(enum kvt_evict_policy p, bool ghosts)
 	waitpid(pid, &status, 0);
 	printf("# %s%s: %.1f bytes per block over 1,000,000 blocks (RSS)\n", name,
 	       ghosts ? " with as many ghosts" : "", per);
+#ifdef __SANITIZE_ADDRESS__
+	/* AddressSanitizer's allocator pads every allocation: what it
+	 * measures is not the index's memory. */
+	ok(per > 0, "%s%s: 1,000,000 blocks at %.1f bytes each (under AddressSanitizer: "
+	   "no bound)", name, ghosts ? " and their ghosts" : "", per);
+#else
 	ok(per > 0 && per <= KVT_EVICT_MAX_BYTES_PER_BLOCK,
 	   "%s%s: 1,000,000 blocks at %.1f bytes each, at most %d", name,
 	   ghosts ? " and their ghosts" : "", per, KVT_EVICT_MAX_BYTES_PER_BLOCK);
+#endif
 }
 
 int main(void)
