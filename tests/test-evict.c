@@ -229,13 +229,16 @@ static void test_ghost(void)
 	ok(kvt_evict_insert(e, 1, 1) && kvt_evict_ghosts(e) == g0 - 1,
 	   "s3fifo: stored again, it is held and no longer a ghost");
 	kvt_evict_insert(e, 500, 1);         /* new, beside it */
+	kvt_evict_insert(e, 501, 1);         /* the newest */
 	g_array_set_size(v, 0);
-	/* the 99 others and 500 sit in the small FIFO, over its 10% */
+	/* the 99 others, 500 and 501 sit in the small FIFO, over its 10%;
+	 * its newest block stays while main has one to give */
 	kvt_evict_choose(e, 100, v);
 	ok(kvt_evict_contains(e, 1), "s3fifo: the block back from the ghost is in main");
 	ok(!kvt_evict_contains(e, 500) && holds(v, 500),
 	   "s3fifo: the block stored beside it for the first time went");
-	ok(kvt_evict_count(e) == 1, "s3fifo: 1 block left (%" PRIu64 ")",
+	ok(kvt_evict_count(e) == 2 && kvt_evict_contains(e, 501),
+	   "s3fifo: 2 blocks left, the ghost's and the newest (%" PRIu64 ")",
 	   kvt_evict_count(e));
 	ok(kvt_evict_ghosts(e) <= kvt_evict_count(e),
 	   "s3fifo: no more ghosts than blocks (%" PRIu64 ")", kvt_evict_ghosts(e));
@@ -259,10 +262,12 @@ static void test_ghost_name(void)
 	kvt_evict_choose(e, 2, v);
 	ok(v->len == 2 && !kvt_evict_contains(e, 1) && !kvt_evict_contains(e, 2) &&
 	   kvt_evict_ghosts(e) == 2, "s3fifo names: blocks 1 and 2 went, ghosts of names 1001-1002");
-	/* name 1001 again, as key 7001; key 2 again, under a new name */
+	/* name 1001 again, as key 7001; key 2 again, under a new name; and
+	 * a newest block, which the small FIFO keeps */
 	kvt_evict_insert_as(e, 7001, 1001, 1);
 	kvt_evict_insert_as(e, 2, 5002, 1);
 	ok(kvt_evict_ghosts(e) == 1, "s3fifo names: the return took its ghost; the reused key did not");
+	kvt_evict_insert_as(e, 9000, 9000, 1);
 	g_array_set_size(v, 0);
 	kvt_evict_choose(e, 99, v);
 	ok(kvt_evict_contains(e, 7001) && !kvt_evict_contains(e, 2),
@@ -270,13 +275,37 @@ static void test_ghost_name(void)
 	/* a victim kept back, under its name: held again, and no ghost */
 	g_array_set_size(v, 0);
 	kvt_evict_insert_as(e, 9001, 9001, 1);
-	kvt_evict_insert_as(e, 9002, 9002, 1);
 	kvt_evict_choose(e, 1, v);
-	ok(v->len == 1 && g_array_index(v, uint64_t, 0) == 9001, "s3fifo names: 9001 chosen");
-	kvt_evict_keep(e, 9001, 9001, 1);
-	ok(kvt_evict_contains(e, 9001) && !kvt_evict_touch(e, 1001) &&
+	ok(v->len == 1 && g_array_index(v, uint64_t, 0) == 9000, "s3fifo names: 9000 chosen");
+	kvt_evict_keep(e, 9000, 9000, 1);
+	ok(kvt_evict_contains(e, 9000) && !kvt_evict_touch(e, 1001) &&
 	   kvt_evict_count(e) == 3, "s3fifo names: kept back, it is held again (%" PRIu64 " held)",
 	   kvt_evict_count(e));
+	g_array_free(v, TRUE);
+	kvt_evict_free(e);
+}
+
+/* A budget of a few blocks, whose small FIFO's share is less than one:
+ * the block just stored is not the next to go while main has one to
+ * give (S3-FIFO alone would take it at once, store after store). */
+static void test_few_blocks(void)
+{
+	struct kvt_evict *e = kvt_evict_new(KVT_EVICT_S3FIFO_ADAPTIVE, NULL);
+	GArray *v = keys_new();
+	bool kept = true;
+
+	for (uint64_t k = 1; k <= 8; k++) {
+		kvt_evict_insert(e, k, 1 << 20);
+		kvt_evict_touch(e, k);
+	}
+	kvt_evict_choose(e, 1 << 20, v);     /* the loaded ones move to main */
+	for (uint64_t k = 100; k < 110; k++) {
+		kvt_evict_insert(e, k, 1 << 20);
+		g_array_set_size(v, 0);
+		kvt_evict_choose(e, 1 << 20, v);
+		kept = kept && kvt_evict_contains(e, k);
+	}
+	ok(kept, "adaptive, 8 blocks of 1 MiB: each block stored outlives the choice after it");
 	g_array_free(v, TRUE);
 	kvt_evict_free(e);
 }
@@ -439,7 +468,7 @@ static void test_memory(enum kvt_evict_policy p, bool ghosts)
 
 int main(void)
 {
-	printf("1..%d\n", 8 + 4 * (18 + 7) + 2 * 4 + 3 + 9 + 3 + 5);
+	printf("1..%d\n", 8 + 4 * (18 + 7) + 2 * 4 + 3 + 9 + 3 + 5 + 1);
 	test_lru_order();
 	for (unsigned i = 0; i < G_N_ELEMENTS(policies); i++) {
 		test_pins(policies[i]);
@@ -449,6 +478,7 @@ int main(void)
 	test_adaptive();
 	test_ghost();
 	test_ghost_name();
+	test_few_blocks();
 	test_memory(KVT_EVICT_LRU, false);
 	test_memory(KVT_EVICT_S3FIFO, false);
 	test_memory(KVT_EVICT_S3FIFO, true);

@@ -409,7 +409,11 @@ static uint64_t choose_s3fifo(struct kvt_evict *e, uint64_t bytes, GArray *victi
 
 	while (freed < bytes && unpinned_in(e, Q_SMALL) + unpinned_in(e, Q_MAIN)) {
 		uint64_t held = e->qbytes[Q_SMALL] + e->qbytes[Q_MAIN];
-		bool small_full = (double)e->qbytes[Q_SMALL] >= (double)held * e->small_share;
+		/* Its newest block stays while main has one to give: in a
+		 * budget of a few blocks the share holds less than one, and
+		 * each block stored would go at the next pass. */
+		bool small_full = e->q[Q_SMALL].length > 1 &&
+				  (double)e->qbytes[Q_SMALL] >= (double)held * e->small_share;
 
 		/* each step evicts, or moves a block on with a pin or a load
 		 * less, so that the loop ends */

@@ -17,7 +17,9 @@
  *   count goes back to the tail with one less (a clock), one without
  *   leaves.  A long document stored once and never loaded passes through
  *   the small FIFO only, and so never pushes out the shared prefixes that
- *   live in main.
+ *   live in main.  The small FIFO keeps its newest block while main has
+ *   one to give: in a budget of a few blocks its share is less than one,
+ *   and each block stored would go at the very next choice.
  * - KVT_EVICT_S3FIFO_ADAPTIVE: S3-FIFO whose small FIFO's share moves as
  *   ARC's target does (Megiddo and Modha, FAST 2003).  Blocks that leave
  *   main leave ghost keys too; a block stored again while its key is a

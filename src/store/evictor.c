@@ -66,7 +66,9 @@ struct kvt_evictor {
 	gint64 walked_at;        /* the thread's own */
 	int lead_fd;             /* the thread's own: holds the evictor's lock
 				  * (layout.h), or -1 */
-	bool deferring;          /* the thread's own */
+	bool deferring;          /* the thread's own; and under lock, for
+				  * make_room: */
+	bool others_lead;        /* another mount makes the passes */
 	struct kvt_log_every futile_log; /* the thread's own */
 };
 
@@ -414,6 +416,13 @@ static bool evict_to(struct kvt_evictor *ev, uint64_t target)
 	return used <= target || evicted;
 }
 
+static void set_others_lead(struct kvt_evictor *ev, bool others)
+{
+	g_mutex_lock(&ev->lock);
+	ev->others_lead = others;
+	g_mutex_unlock(&ev->lock);
+}
+
 /* Whether this mount makes the passes past the high watermark: one mount
  * of a store at a time (layout.h), as one reclaims; the others make room
  * for their own stores only, and take over when it is gone. */
@@ -430,6 +439,7 @@ static bool lead(struct kvt_evictor *ev)
 				  "this one makes room for its own stores only, and takes over when "
 				  "it is gone");
 		ev->deferring = true;
+		set_others_lead(ev, true);
 		return false;
 	}
 	if (fd < 0) {
@@ -441,6 +451,7 @@ static bool lead(struct kvt_evictor *ev)
 	if (ev->deferring)
 		g_message("eviction: this mount now evicts from this store past evict_high");
 	ev->deferring = false;
+	set_others_lead(ev, false);
 	ev->lead_fd = fd;
 	return true;
 }
@@ -733,6 +744,15 @@ bool kvt_evictor_make_room(struct kvt_store *s, uint64_t size)
 			until = MIN(until_max, g_get_monotonic_time() + ROOM_WAIT_US);
 		}
 	room = ev->freed != freed || (ev->passes != passes && !ev->exhausted);
+	/* Nothing this mount knows of could go, but the mount that leads
+	 * evicts what this one's stores add to the usage (ledger.h): the
+	 * room it makes shows here within a second.  The caller looks
+	 * again, for as long as it waits for room. */
+	if (!room && ev->others_lead && ev->passes != passes && !ev->stop) {
+		g_cond_wait_until(&ev->passed, &ev->lock,
+				  MIN(until_max, g_get_monotonic_time() + G_USEC_PER_SEC));
+		room = true;
+	}
 	g_mutex_unlock(&ev->lock);
 	return room;
 }
