@@ -221,6 +221,7 @@ static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, bool *evicted)
 	uint64_t size = 0;
 	gint64 used_at = 0;
 	struct block *b;
+	bool other;
 	int ret;
 
 	g_mutex_lock(&ev->lock);
@@ -239,6 +240,12 @@ static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, bool *evicted)
 		ret = ev->o.evict_name(ev->o.data, path, key, used_at);
 	g_mutex_lock(&ev->lock);
 	b = g_hash_table_lookup(ev->blocks, &key);
+	/* The record's inode number, freed by this eviction, may already
+	 * be a new block's (file systems reuse one at once): that block
+	 * stays indexed as it is. */
+	other = b && strcmp(b->path, path) != 0;
+	if (other)
+		b = NULL;
 	if (ret == 0) {
 		/* A store that waits takes the room now, not at the pass's
 		 * end. */
@@ -248,7 +255,8 @@ static uint64_t evict_one(struct kvt_evictor *ev, uint64_t key, bool *evicted)
 	if (ret == 0 || ret == -ENOENT || ret == -ESTALE) {
 		if (b)
 			g_hash_table_remove(ev->blocks, &key);
-		kvt_evict_remove(ev->order, key);
+		if (!other)
+			kvt_evict_remove(ev->order, key);
 	} else if (b) {
 		/* In use, used on another host, or a lower error: it stays,
 		 * as used. */
