@@ -22,12 +22,14 @@
 # 8. Two mounts of one store: one evicts past evict_high at a time; the
 #    other makes room for its own stores only (none fails), and takes over
 #    once the first is gone.  Each counts the other's stores in its usage
-#    within a second or so: one budget for the store.
+#    within a second or so: one budget for the store.  The first mount
+#    leads from the start; a lead that stores nothing evicts the other's
+#    blocks (it walks the store again when a pass finds nothing).
 # kvt-kind: mount
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root
-plan 60
+plan 67
 kvt_setup
 MiB=1048576
 BUDGET=$((8 * MiB))
@@ -266,6 +268,32 @@ done
 kvt_wait_log 'eviction: this mount now evicts from this store past evict_high' 1 "$at3"
 ok $? "A gone, B takes the passes over"
 kvt_stop "$MNT2" "$PIDB"
+
+# A mount that leads but stores nothing knows the other's blocks by a
+# walk only: a pass that finds nothing to evict walks the store again (a
+# small one at once), and evicts them.
+# lead_of MNT: the mount's evict_lead line.
+lead_of() {
+	getfattr --only-values -n user.kvtierfs.mount "$1" 2>/dev/null | awk '$1 == "evict_lead" { print $2 }'
+}
+a_leads() { [ "$(lead_of "$MNT")" = 1 ]; }
+rm -rf "${LOWER:?}"/* 2>/dev/null
+mount_tier max_size=8M,evict=lru
+kvt_within 5 a_leads
+ok $? "the first mount of a store leads the eviction before it is needed ($took s, evict_lead $(lead_of "$MNT"))"
+kvt_start "$LOWER" "$MNT2" max_size=8M,evict=lru,evict_high=95,evict_low=85
+PIDB=$KVT_LAST_PID
+bad=0
+for i in 1 2 3 4 5 6 7 8; do
+	cp "$T/b$i" "$MNT2/b$i.tmp" && mv "$MNT2/b$i.tmp" "$MNT2/b$i.bin" || bad=$((bad + 1))
+done
+[ "$bad" = 0 ] && [ "$(lead_of "$MNT2")" = 0 ]
+ok $? "B, which does not lead (evict_lead $(lead_of "$MNT2")), stores 8 blocks, past evict_high"
+a_evicted() { [ "$(kvt_stat "$MNT" evictions)" -ge 2 ]; }
+kvt_within 10 a_evicted && left_is "3 4 5 6 7 8"
+ok $? "A, which stored none of them, evicts B's two oldest ($took s): left $(left), A's evictions $(kvt_stat "$MNT" evictions), B's $(kvt_stat "$MNT2" evictions)"
+kvt_stop "$MNT2" "$PIDB"
+kvt_umount
 
 # --- 9. the default watermarks -----------------------------------------
 # mx KEY: KEY's value in the mount's attribute.

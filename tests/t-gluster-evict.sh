@@ -8,7 +8,7 @@
 # them; A then stores past evict_high and evicts: the block B loaded stays
 # (its record's atime says so), the oldest others go, and miss on both
 # hosts.  B stores 4 more past the budget: none fails, B leaves the passes
-# to A and says so, and both hosts' statfs show the same usage, within the
+# to A (which leads from its mount on) and says so, and both hosts' statfs show the same usage, within the
 # budget.  Every name left reads back on both hosts, and kvtierfs-fsck
 # finds the store clean after (an eviction leaves no orphan).
 # kvt-kind: remote
@@ -18,7 +18,7 @@
 . "$(dirname "$0")/twohosts.sh"
 
 kvt_require_root
-plan 27
+plan 28
 kvt_setup
 : "${KVTIERFS_FSCK:=$top_builddir/src/kvtierfs-fsck}"
 MiB=1048576
@@ -26,7 +26,21 @@ BUDGET=$((8 * MiB))
 
 gl_setup
 ok 0 "GlusterFS volume on $GL_ADDR, mounted twice (two hosts)"
-gl_two_hosts max_size=8M,evict=lru,evict_high=95,evict_low=85
+# lead_of HOST: the mount's evict_lead line (1: it evicts past
+# evict_high, the first mount whose index is built).
+lead_of() {
+	getfattr --only-values -n user.kvtierfs.mount "$1" 2>/dev/null | awk '$1 == "evict_lead" { print $2 }'
+}
+a_leads() { [ "$(lead_of "$K1")" = 1 ]; }
+# Host A leads before host B mounts.
+mkdir "$GL1/store" "$T/k1" "$T/k2" || bail "mkdir failed"
+K1=$T/k1
+K2=$T/k2
+kvt_start "$GL1/store" "$K1" max_size=8M,evict=lru,evict_high=95,evict_low=85
+P1=$KVT_LAST_PID
+kvt_within 10 a_leads || bail "host A does not lead the eviction (evict_lead $(lead_of "$K1"))"
+kvt_start "$GL2/store" "$K2" max_size=8M,evict=lru,evict_high=95,evict_low=85
+P2=$KVT_LAST_PID
 
 for i in $(seq 1 12); do head -c $MiB /dev/urandom >"$T/b$i" || bail "random bytes"; done
 # store HOST N: block N stored through HOST as tmp + rename.
@@ -73,8 +87,9 @@ bad=0
 for i in 9 10 11 12; do store "$K2" "$i" || bad=$((bad + 1)); done
 [ "$bad" = 0 ]
 ok $? "host B stores 4 more past the budget: none fails"
-kvt_wait_log 'eviction: another mount evicts from this store past evict_high' 1 "$at"
-ok $? "B leaves the passes past evict_high to A, and says so"
+kvt_wait_log 'eviction: another mount evicts from this store past evict_high' 1 &&
+	[ "$(lead_of "$K1")" = 1 ] && [ "$(lead_of "$K2")" = 0 ]
+ok $? "B leaves the passes past evict_high to A, and says so (evict_lead: A $(lead_of "$K1"), B $(lead_of "$K2"))"
 kvt_within 5 same_usage && kvt_num_cmp "$(usedof "$K1")" -le "$BUDGET"
 ok $? "one budget: both hosts show $(usedof "$K1") bytes used of $BUDGET ($took s)"
 # Past the kernels' 1 s timeouts of a shared store: both hosts see the
@@ -100,6 +115,8 @@ th_stop_fsck "$GL1/store"
 mkdir "$GL1/store2" || bail "mkdir $GL1/store2"
 kvt_start "$GL1/store2" "$K1" max_size=8M,evict=lru,evict_high=95,evict_low=85
 P1=$KVT_LAST_PID
+kvt_within 10 a_leads
+ok $? "host A leads the eviction from the fresh store ($took s)"
 kvt_start "$GL2/store2" "$K2" max_size=8M,evict=lru,evict_high=95,evict_low=85
 P2=$KVT_LAST_PID
 bad=0

@@ -113,7 +113,7 @@ kvt_xattr "$MNT" user.kvtierfs.mount >"$T/mount"
 	! grep -Eq '^  (budget|eviction) ' "$T/human" && ! grep -q 'evict' "$T/human" &&
 	python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit("budget" in d or d["counters"]["evictions"] != 0)' "$T/json" &&
 	grep -q '^kvtierfs_evictions_total{' "$T/prom" &&
-	! grep -Eq '^kvtierfs_(budget_bytes|usage_bytes|pinned_bytes|indexed|indexed_blocks|indexed_bytes|evict_info)\{' "$T/prom"
+	! grep -Eq '^kvtierfs_(budget_bytes|usage_bytes|pinned_bytes|indexed|indexed_blocks|indexed_bytes|evict_lead|evict_info)\{' "$T/prom"
 ok $? "no budget: nothing of one in the human form, --json or --prometheus"
 
 # --watch while blocks are stored: samples with rates, then SIGINT.
@@ -245,6 +245,7 @@ assert b["usage_bytes"] == int(mount["usage"]) <= b["bytes"], b
 assert abs(b["usage_percent"] - 100 * b["usage_bytes"] / b["bytes"]) < 0.06, b
 assert b["evict"] == mount["evict"] and b["evict"] != "off", b
 assert b["indexed"] is True and mount["indexed"] == "1", b
+assert b["evict_lead"] is True and mount["evict_lead"] == "1", b
 for k in ("indexed_blocks", "indexed_bytes", "pinned_bytes"):
     assert b[k] == int(mount[k]), (k, b, mount)
 assert want["evictions"] > 0 and want["evicted_bytes"] > 0 and want["evict_passes"] > 0, want
@@ -272,7 +273,7 @@ for line in open(sys.argv[1]).read().splitlines():
     val[name], labels[name] = float(value), lab
 gauges = {"budget_bytes": "budget", "usage_bytes": "usage", "pinned_bytes": "pinned_bytes",
           "indexed": "indexed", "indexed_blocks": "indexed_blocks",
-          "indexed_bytes": "indexed_bytes"}
+          "indexed_bytes": "indexed_bytes", "evict_lead": "evict_lead"}
 for g, k in gauges.items():
     assert typed["kvtierfs_" + g] == "gauge", g
     assert val["kvtierfs_" + g] == int(mount[k]), (g, val["kvtierfs_" + g], mount[k])

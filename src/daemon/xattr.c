@@ -119,9 +119,10 @@ static void budget_lines(struct kvt_fs *fs, GString *s)
 	}
 	g_string_append_printf(s, "evict %s\nevict_high %u\nevict_low %u\nindexed %d\n"
 			       "indexed_blocks %" G_GUINT64_FORMAT "\nindexed_bytes %"
-			       G_GUINT64_FORMAT "\npinned_bytes %" G_GUINT64_FORMAT "\nevicting %d\n",
+			       G_GUINT64_FORMAT "\npinned_bytes %" G_GUINT64_FORMAT "\nevicting %d\n"
+			       "evict_lead %d\n",
 			       ev.policy, ev.high_pct, ev.low_pct, ev.indexed, ev.blocks, ev.bytes,
-			       ev.pinned_bytes, ev.passing);
+			       ev.pinned_bytes, ev.passing, ev.leads);
 }
 
 /* The mount's own attributes on its root, for kvtierfs-stat; NULL for

@@ -63,12 +63,14 @@ struct kvt_evictor {
 	uint64_t wanted;         /* the most room one asked for since the
 				  * thread last looked */
 	guint64 passes;          /* passes made for stores that wait */
-	gint64 walked_at;        /* the thread's own */
+	gint64 walked_at;        /* the thread's own, with: */
+	gint64 walk_us;          /* what the last walk took */
 	int lead_fd;             /* the thread's own: holds the evictor's lock
 				  * (layout.h), or -1 */
 	bool deferring;          /* the thread's own; and under lock, for
 				  * make_room: */
 	bool others_lead;        /* another mount makes the passes */
+	bool leads;              /* this one does */
 	struct kvt_log_every futile_log; /* the thread's own */
 };
 
@@ -204,6 +206,7 @@ static bool index_store(struct kvt_evictor *ev)
 	ev->indexed = true;
 	g_cond_broadcast(&ev->passed);
 	ev->walked_at = g_get_monotonic_time();
+	ev->walk_us = ev->walked_at - t0;
 	g_mutex_unlock(&ev->lock);
 	g_info("eviction: an index of the store's %u names built in %.1f s (%s)", added,
 	       (double)(g_get_monotonic_time() - t0) / G_USEC_PER_SEC,
@@ -424,9 +427,10 @@ static bool evict_to(struct kvt_evictor *ev, uint64_t target)
 	return used <= target || evicted;
 }
 
-static void set_others_lead(struct kvt_evictor *ev, bool others)
+static void set_lead(struct kvt_evictor *ev, bool leads, bool others)
 {
 	g_mutex_lock(&ev->lock);
+	ev->leads = leads;
 	ev->others_lead = others;
 	g_mutex_unlock(&ev->lock);
 }
@@ -447,19 +451,20 @@ static bool lead(struct kvt_evictor *ev)
 				  "this one makes room for its own stores only, and takes over when "
 				  "it is gone");
 		ev->deferring = true;
-		set_others_lead(ev, true);
+		set_lead(ev, false, true);
 		return false;
 	}
 	if (fd < 0) {
 		/* No byte-range lock there, or the marker not writable: each
 		 * mount evicts, which is safe, only dearer. */
 		g_debug("%s: evictor's lock: %s; evicting anyway", KVT_MARKER, g_strerror(-fd));
+		set_lead(ev, true, false);
 		return true;
 	}
 	if (ev->deferring)
 		g_message("eviction: this mount now evicts from this store past evict_high");
 	ev->deferring = false;
-	set_others_lead(ev, false);
+	set_lead(ev, true, false);
 	ev->lead_fd = fd;
 	return true;
 }
@@ -499,6 +504,14 @@ static uint64_t due(struct kvt_evictor *ev, bool waiters, uint64_t wanted, uint6
 	return used > *target;
 }
 
+/* How old the last walk must be for another: a walk takes a tenth of
+ * the thread's time at most, and a small store is walked again at once
+ * (a mount that leads but stores nothing knows no name but by a walk). */
+static gint64 rewalk_after(struct kvt_evictor *ev)
+{
+	return CLAMP(10 * ev->walk_us, G_USEC_PER_SEC, KVT_EVICT_REWALK_S * G_USEC_PER_SEC);
+}
+
 static void set_passing(struct kvt_evictor *ev, bool passing)
 {
 	g_mutex_lock(&ev->lock);
@@ -513,6 +526,10 @@ static gpointer run(gpointer data)
 
 	if (!index_store(ev))
 		return NULL;
+	/* The first mount of a store to get here leads from the start, not
+	 * the first to see the usage past evict_high: kvtierfs-stat and the
+	 * mount's attribute say which one evicts before it is needed. */
+	(void)lead(ev);
 	g_mutex_lock(&ev->lock);
 	while (!ev->stop) {
 		/* Stores that asked since the last look: one served by the
@@ -520,20 +537,22 @@ static gpointer run(gpointer data)
 		 * woken up yet. */
 		bool waiters = ev->asked != served;
 		uint64_t wanted = ev->wanted, target = 0;
-		bool done = true, futile = ev->exhausted && !waiters;
+		/* After a pass that could evict nothing, the next waits for a
+		 * change: a block stored or let go, a store that waits, or a
+		 * walk due again (other mounts' stores). */
+		bool done = true, futile = ev->exhausted && !waiters &&
+			g_get_monotonic_time() - ev->walked_at <= rewalk_after(ev);
 
 		served = ev->asked;
 		ev->wanted = 0;
 		ev->poked = false;
 		g_mutex_unlock(&ev->lock);
 		write_pins(ev);
-		/* After a pass that could evict nothing, the next waits for a
-		 * change: a block stored or let go, or a store that waits. */
 		if (!futile && due(ev, waiters, wanted, &target)) {
 			set_passing(ev, true);
 			done = evict_to(ev, target);
 			if (!done && !stopping(ev) &&
-			    g_get_monotonic_time() - ev->walked_at > KVT_EVICT_REWALK_S * G_USEC_PER_SEC) {
+			    g_get_monotonic_time() - ev->walked_at > rewalk_after(ev)) {
 				/* Other mounts' names, or moved ones: known again. */
 				if (!index_store(ev))
 					return NULL;
@@ -775,6 +794,7 @@ bool kvt_evictor_info(struct kvt_store *s, struct kvt_evictor_info *out)
 	g_mutex_lock(&ev->lock);
 	out->indexed = ev->indexed;
 	out->passing = ev->passing;
+	out->leads = ev->leads;
 	out->blocks = kvt_evict_count(ev->order);
 	out->bytes = kvt_evict_bytes(ev->order);
 	out->pinned_bytes = kvt_evict_pinned_bytes(ev->order);

@@ -17,9 +17,10 @@
  * and size and fills the index, oldest first; until it ends nothing is
  * evicted, and a store past the budget waits for it (30 s at most),
  * then gets ENOSPC.  A walk is also made again when a pass finds nothing to evict
- * while the tier is over its budget and the last walk is older than
- * KVT_EVICT_REWALK_S: names stored by other mounts, or renamed with their
- * directory, are then known again.
+ * while the tier is over its budget and the last walk is older than ten
+ * times what it took (1 s at least, KVT_EVICT_REWALK_S at most): names
+ * stored by other mounts, or renamed with their directory, are then
+ * known again.
  *
  * A pass starts when a store takes the usage past high_pct of the budget
  * (or the thread's tick finds it there), or a store waits for room
@@ -35,8 +36,9 @@
  *
  * Several mounts of one store (other hosts): one of them makes the passes
  * past high_pct, the one that holds the evictor's lock on the marker
- * (layout.h), as one reclaims orphans; the others make room for their own
- * stores only, and one of them takes over when it is gone.  A mount sees
+ * (layout.h), as one reclaims orphans; the first one whose index is built
+ * takes it; the others make room for their own stores only, and one of
+ * them takes over when it is gone.  A mount sees
  * the others' stores in its usage within a second (ledger.h), and their
  * names in its index at its next walk (when it finds nothing to evict).
  * A load on another host sets the record's atime: a
@@ -109,6 +111,8 @@ bool kvt_evictor_make_room(struct kvt_store *s, uint64_t size);
 struct kvt_evictor_info {
 	bool indexed;            /* the walk at the open ended */
 	bool passing;            /* a pass is evicting now */
+	bool leads;              /* this mount makes the passes past
+				  * high_pct (others mount the store) */
 	uint64_t blocks, bytes;  /* in the index */
 	uint64_t pinned_bytes;
 	const char *policy;

@@ -224,7 +224,7 @@ struct budget {
 	bool counted;
 	guint64 usage;
 	const char *evict;	/* "off" without an evictor */
-	bool evictor, indexed;
+	bool evictor, indexed, lead;
 	guint64 indexed_blocks, indexed_bytes, pinned_bytes;
 };
 
@@ -238,7 +238,7 @@ static bool mount_u64(const struct sample *s, const char *key, guint64 *out)
 /* False when the mount has no budget. */
 static bool budget_of(const struct sample *s, struct budget *b)
 {
-	guint64 indexed = 0;
+	guint64 indexed = 0, lead = 0;
 
 	memset(b, 0, sizeof(*b));
 	if (!mount_u64(s, "budget", &b->bytes))
@@ -252,6 +252,7 @@ static bool budget_of(const struct sample *s, struct budget *b)
 		     mount_u64(s, "indexed_bytes", &b->indexed_bytes) &&
 		     mount_u64(s, "pinned_bytes", &b->pinned_bytes);
 	b->indexed = indexed != 0;
+	b->lead = mount_u64(s, "evict_lead", &lead) && lead;
 	return true;
 }
 
@@ -276,9 +277,10 @@ static void print_budget(const struct budget *b)
 		printf("; evict off\n");
 		return;
 	}
-	printf(", %s pinned; evict %s, %s %" G_GUINT64_FORMAT " blocks, %s%s\n", pinned, b->evict,
-	       b->indexed ? "indexed" : "index being built:", b->indexed_blocks, ibytes,
-	       b->indexed ? "" : " so far");
+	printf(", %s pinned; evict %s, %s %" G_GUINT64_FORMAT " blocks, %s%s%s\n", pinned,
+	       b->evict, b->indexed ? "indexed" : "index being built:", b->indexed_blocks, ibytes,
+	       b->indexed ? "" : " so far",
+	       b->indexed && !b->lead ? "; another mount evicts past evict_high" : "");
 }
 
 static void print_human(const char *path, const struct sample *s, const struct sample *prev)
@@ -413,9 +415,11 @@ static void print_json(const char *path, const struct sample *s, const struct sa
 		if (b.evictor)
 			g_string_append_printf(o, ",\"pinned_bytes\":%" G_GUINT64_FORMAT
 					       ",\"indexed\":%s,\"indexed_blocks\":%" G_GUINT64_FORMAT
-					       ",\"indexed_bytes\":%" G_GUINT64_FORMAT,
+					       ",\"indexed_bytes\":%" G_GUINT64_FORMAT
+					       ",\"evict_lead\":%s",
 					       b.pinned_bytes, b.indexed ? "true" : "false",
-					       b.indexed_blocks, b.indexed_bytes);
+					       b.indexed_blocks, b.indexed_bytes,
+					       b.lead ? "true" : "false");
 		g_string_append(o, "}");
 	}
 	g_string_append(o, ",\"counters\":{");
@@ -510,6 +514,8 @@ static void prom_budget(const struct budget *b, const char *labels, const char *
 	prom_gauge("indexed_blocks", "Blocks in the evictor's index", labels, b->indexed_blocks);
 	prom_gauge("indexed_bytes", "Bytes of the blocks in the evictor's index", labels,
 		   b->indexed_bytes);
+	prom_gauge("evict_lead", "1 when this mount evicts from the store past evict_high",
+		   labels, b->lead);
 }
 
 static void print_prometheus(const char *path, const struct sample *s)
