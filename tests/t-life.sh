@@ -26,7 +26,7 @@ export KVTIERFS_BENCH
 kvt_require_root
 [ -x "$KVTIERFS_BENCH" ] || bail "kvtierfs-bench is not built: $KVTIERFS_BENCH"
 if [ "${KVT_STRESS:-0}" = 1 ]; then
-	plan 37
+	plan 38
 else
 	plan 31
 fi
@@ -318,6 +318,17 @@ if [ "${KVT_STRESS:-0}" = 1 ]; then
 		kvt_num_cmp "$rss" -lt "$rss_cap"
 	ok $? "long life under a budget of $budget bytes: $(g secs) s, $stored_bytes bytes stored ($(kvt_calc 'int(b / m * 10) / 10' b="$stored_bytes" m="$budget")x the budget), $(g loaded) loaded, $evictions evictions by the daemon, $(g store_errors) failed stores, $(g load_gone) loads of blocks evicted after their lookup, $(g statfs_over) of $(g statfs_samples) statfs samples over, largest usage $(g statfs_max_used_MiB) MiB; max RSS $rss MiB"
 	diag "room_waits $(kvt_stat "$MNT" room_waits), room_wait_us $(kvt_stat "$MNT" room_wait_us), evict_passes $(kvt_stat "$MNT" evict_passes), evict_pass_us $(kvt_stat "$MNT" evict_pass_us); hit rate $(g hit_rate), request p99 $(g req_p99_us) us"
+	# The evictor's index after hours of evictions: every name on disk
+	# (t-evict-ext4.sh, short).
+	mattr() {
+		getfattr --only-values -n user.kvtierfs.mount "$MNT" 2>/dev/null | awk -v k="$1" '$1 == k { print $2 }'
+	}
+	settled() { [ "$(mattr evicting)" = 0 ]; }
+	kvt_within 30 settled
+	idx=$(mattr indexed_blocks)
+	n=$(find "$LOWER/names" -type f | wc -l)
+	[ "$idx" = "$n" ]
+	ok $? "after it, the evictor's index holds every name the store does: $idx indexed, $n on disk"
 	echo "# stress: rounds=2 blocks=$(kvt_calc 'a + b + c + d' a="$(field "$T/long.out" stored)" b="$(field "$T/long.out" loaded)" c="$(g stored)" d="$(g loaded)" || echo -) wrong_bytes=$(kvt_calc 'a + b' a="$(field "$T/long.out" wrong)" b="$(g wrong)") lost_acked=- leaked=- errors=$(kvt_calc 'a + b' a="$(field "$T/long.out" errors)" b="$(g errors)")"
 	kvt_umount
 fi
