@@ -856,6 +856,12 @@ kvt_stat() {
 	kvt_xattr "$1" user.kvtierfs.stats | awk -v n="$2" '$1 == n { print $2 }'
 }
 
+# kvt_mattr MNT KEY: the line KEY of the mount's own attribute
+# (user.kvtierfs.mount: its budget, usage and evictor), or nothing.
+kvt_mattr() {
+	kvt_xattr "$1" user.kvtierfs.mount | awk -v k="$2" '$1 == k { print $2 }'
+}
+
 # kvt_xattr_hex FILE NAME: the value of xattr NAME of FILE as 0x<hex>, or
 # nothing.  (getfattr --only-values ignores -e hex and prints raw bytes.)
 kvt_xattr_hex() {

@@ -23,9 +23,7 @@ PC_SIZE=512M pc_disk
 MiB=1048576
 BUDGET=$((32 * MiB))
 
-mattr() {
-	getfattr --only-values -n user.kvtierfs.mount "$MNT" 2>/dev/null | awk -v k="$1" '$1 == k { print $2 }'
-}
+mattr() { kvt_mattr "$MNT" "$1"; }
 # field KEY: KEY= on the bench's "life:" line.
 field() {
 	grep '^life: ' "$T/life.out" | tr ' ' '\n' | awk -F= -v k="$1" '$1 == k { print $2 }'

@@ -80,7 +80,7 @@ done) &
 sampler=$!
 store "at half: the same stores"
 # The last pass may still run: what is counted and read is what it leaves.
-evicting() { getfattr --only-values -n user.kvtierfs.mount "$MNT" 2>/dev/null | grep -qx 'evicting 1'; }
+evicting() { [ "$(kvt_mattr "$MNT" evicting)" = 1 ]; }
 idle() { ! evicting && sleep 0.5 && ! evicting; }
 kvt_within $((BLOCKS / 1000 + 60)) idle
 diag "the evictor was idle $took s after the stores ended"
@@ -102,8 +102,7 @@ kvt_num_cmp "$n" -ge 10 && kvt_num_cmp "$max" -le "$BUDGET"
 ok $? "statfs sampled $n times at 10 Hz: at most $max bytes used, the budget $BUDGET"
 kvt_num_cmp "$ev" -ge $((BLOCKS / 2))
 ok $? "$ev evictions, at least half the blocks"
-held=$(getfattr --only-values -n user.kvtierfs.mount "$MNT" 2>/dev/null |
-	awk '$1 == "indexed_blocks" { print $2 }')
+held=$(kvt_mattr "$MNT" indexed_blocks)
 left=$(find "$LOWER/names" -name '*.bin' -type f | wc -l)
 [ -n "$held" ] && [ "$held" = "$left" ]
 ok $? "the index holds the $left names left ($held)"
@@ -136,8 +135,7 @@ kvt_wait_log "eviction: an index of the store's $left names built" 1 "$mount_at"
 ok $? "the index of the $left names is built in the background: $(grep -o "index of the store's $left names built in [0-9.]* s" "$T/daemon.log" | tail -n 1)"
 ! tail -c +"$((mount_at + 1))" "$T/daemon.log" | grep -q 'no room for a new object'
 ok $? "no store refused while the index was built"
-down() { kvt_num_cmp "$(getfattr --only-values -n user.kvtierfs.mount "$MNT" 2>/dev/null |
-	awk '$1 == "usage" { print $2 }')" -le $((BUDGET / 2)); }
+down() { kvt_num_cmp "$(kvt_mattr "$MNT" usage)" -le $((BUDGET / 2)); }
 kvt_within 60 down
 ok $? "the usage came down to the halved budget ($took s)"
 kvt_umount

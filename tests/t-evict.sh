@@ -272,10 +272,7 @@ kvt_stop "$MNT2" "$PIDB"
 # A mount that leads but stores nothing knows the other's blocks by a
 # walk only: a pass that finds nothing to evict walks the store again (a
 # small one at once), and evicts them.
-# lead_of MNT: the mount's evict_lead line.
-lead_of() {
-	getfattr --only-values -n user.kvtierfs.mount "$1" 2>/dev/null | awk '$1 == "evict_lead" { print $2 }'
-}
+lead_of() { kvt_mattr "$1" evict_lead; }
 a_leads() { [ "$(lead_of "$MNT")" = 1 ]; }
 rm -rf "${LOWER:?}"/* 2>/dev/null
 mount_tier max_size=8M,evict=lru
@@ -297,9 +294,7 @@ kvt_umount
 
 # --- 9. the default watermarks -----------------------------------------
 # mx KEY: KEY's value in the mount's attribute.
-mx() {
-	getfattr --only-values -n user.kvtierfs.mount "$MNT" 2>/dev/null | awk -v k="$1" '$1 == k { print $2 }'
-}
+mx() { kvt_mattr "$MNT" "$1"; }
 rm -rf "${LOWER:?}"/* 2>/dev/null
 kvt_mount max_size=8M
 [ "$(mx evict_high)" = 99 ] && [ "$(mx evict_low)" = 97 ]

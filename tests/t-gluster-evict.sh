@@ -28,9 +28,7 @@ gl_setup
 ok 0 "GlusterFS volume on $GL_ADDR, mounted twice (two hosts)"
 # lead_of HOST: the mount's evict_lead line (1: it evicts past
 # evict_high, the first mount whose index is built).
-lead_of() {
-	getfattr --only-values -n user.kvtierfs.mount "$1" 2>/dev/null | awk '$1 == "evict_lead" { print $2 }'
-}
+lead_of() { kvt_mattr "$1" evict_lead; }
 a_leads() { [ "$(lead_of "$K1")" = 1 ]; }
 # Host A leads before host B mounts.
 mkdir "$GL1/store" "$T/k1" "$T/k2" || bail "mkdir failed"

@@ -320,12 +320,9 @@ if [ "${KVT_STRESS:-0}" = 1 ]; then
 	diag "room_waits $(kvt_stat "$MNT" room_waits), room_wait_us $(kvt_stat "$MNT" room_wait_us), evict_passes $(kvt_stat "$MNT" evict_passes), evict_pass_us $(kvt_stat "$MNT" evict_pass_us); hit rate $(g hit_rate), request p99 $(g req_p99_us) us"
 	# The evictor's index after hours of evictions: every name on disk
 	# (t-evict-ext4.sh, short).
-	mattr() {
-		getfattr --only-values -n user.kvtierfs.mount "$MNT" 2>/dev/null | awk -v k="$1" '$1 == k { print $2 }'
-	}
-	settled() { [ "$(mattr evicting)" = 0 ]; }
+	settled() { [ "$(kvt_mattr "$MNT" evicting)" = 0 ]; }
 	kvt_within 30 settled
-	idx=$(mattr indexed_blocks)
+	idx=$(kvt_mattr "$MNT" indexed_blocks)
 	n=$(find "$LOWER/names" -type f | wc -l)
 	[ "$idx" = "$n" ]
 	ok $? "after it, the evictor's index holds every name the store does: $idx indexed, $n on disk"
