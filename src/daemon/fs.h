@@ -65,14 +65,15 @@ struct kvt_fs {
 	const char *remote_kind;     /* verify=auto found the store remote */
 	bool sync;                   /* -o sync: publications durable (publish.c) */
 
-	/* The files and directories the kernel knows, oldest first.  The
-	 * kernel keeps what it looked up until memory runs short, and each
-	 * costs an inode here; past max_inodes the oldest names are dropped
-	 * from its dentry cache (it then forgets them, a directory with its
-	 * subtree), so the daemon's memory stays bounded, whatever the
+	/* The files and directories the kernel knows, the least recently
+	 * looked up first (inode.c).  The kernel keeps what it looked up
+	 * until memory runs short, and each costs an inode here; past
+	 * max_inodes names are dropped from its dentry cache (it then
+	 * forgets them, a directory with its subtree), files before
+	 * directories, so the daemon's memory stays bounded, whatever the
 	 * number of directories (vLLM makes one per block or two). */
 	GMutex lru_lock;
-	GQueue lru;
+	GQueue lru_files, lru_dirs;
 	guint max_inodes;
 
 	/* statfs answers from the last figures while the lower disk does

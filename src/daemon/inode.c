@@ -521,10 +521,15 @@ struct kvt_inode *kvt_lock_parent(struct kvt_fs *fs, struct kvt_inode *ino,
 /* The kernel's references to inodes: each LOOKUP reply is one, FORGET
  * gives them back, and the inode lives while the kernel holds any.  The
  * kernel keeps what it looked up until memory runs short, so past
- * -o max_inodes files the oldest names are dropped from its dentry cache
- * (it then forgets them) and the daemon's memory stays bounded. */
+ * -o max_inodes names are dropped from its dentry cache (it then forgets
+ * them) and the daemon's memory stays bounded.  Which go: the names the
+ * kernel looked up least recently (a lookup is the one use the daemon
+ * sees of a name the kernel holds; a name looked up uses its directory
+ * too), files before directories: a directory dropped takes its whole
+ * subtree with it, and in vLLM's fan-out the next lookup below it would
+ * cost a round trip a level. */
 
-/* A file or directory the kernel knows, in the order it learnt of them. */
+/* A file or directory the kernel knows, in fs->lru_files or lru_dirs. */
 struct kvt_lru_entry {
 	GList link;
 	struct kvt_inode *ino;
@@ -541,6 +546,25 @@ static void entry_free(struct kvt_lru_entry *e)
 /* Enters an inode into fs->lru, and asks the kernel to drop the oldest
  * names past fs->max_inodes (caller holds the parent's lock, which keeps
  * ino->name). */
+static GQueue *lru_of(struct kvt_fs *fs, const struct kvt_inode *ino)
+{
+	return ino->is_dir ? &fs->lru_dirs : &fs->lru_files;
+}
+
+/* Caller holds fs->lru_lock: @ino, known, is the most recently used. */
+static void lru_touch(struct kvt_fs *fs, struct kvt_inode *ino)
+{
+	GQueue *q = lru_of(fs, ino);
+
+	if (ino->lru && q->tail != &ino->lru->link) {
+		g_queue_unlink(q, &ino->lru->link);
+		g_queue_push_tail_link(q, &ino->lru->link);
+	}
+}
+
+/* Enters an inode into the kernel's names, and asks the kernel to drop
+ * the least recently used past fs->max_inodes (caller holds the parent's
+ * lock, which keeps ino->name). */
 static void lru_add(struct kvt_fs *fs, struct kvt_inode *ino)
 {
 	struct kvt_lru_entry *e = g_new0(struct kvt_lru_entry, 1);
@@ -553,9 +577,13 @@ static void lru_add(struct kvt_fs *fs, struct kvt_inode *ino)
 	e->name = g_strdup(ino->name);
 	g_mutex_lock(&fs->lru_lock);
 	ino->lru = e;
-	g_queue_push_tail_link(&fs->lru, &e->link);
-	while (fs->lru.length > fs->max_inodes && n < (int)G_N_ELEMENTS(drop)) {
-		struct kvt_lru_entry *old = g_queue_pop_head_link(&fs->lru)->data;
+	g_queue_push_tail_link(lru_of(fs, ino), &e->link);
+	if (ino->parent != fs->root)
+		lru_touch(fs, ino->parent);
+	while (fs->lru_files.length + fs->lru_dirs.length > fs->max_inodes &&
+	       n < (int)G_N_ELEMENTS(drop)) {
+		GQueue *q = fs->lru_files.length ? &fs->lru_files : &fs->lru_dirs;
+		struct kvt_lru_entry *old = g_queue_pop_head_link(q)->data;
 
 		old->ino->lru = NULL;
 		drop[n++] = old;
@@ -573,9 +601,20 @@ void kvt_count_lookup(struct kvt_fs *fs, struct kvt_inode *ino)
 {
 	if (ino->nlookup++ == 0) {
 		kvt_inode_ref(ino);
-		if (ino != fs->root && !ino->lru)
+		if (ino != fs->root && !ino->lru) {
 			lru_add(fs, ino);
+			return;
+		}
 	}
+	if (ino == fs->root)
+		return;
+	/* Looked up again (the kernel's entry timed out, or it forgot and
+	 * relearnt it): used, and its directory with it. */
+	g_mutex_lock(&fs->lru_lock);
+	lru_touch(fs, ino);
+	if (ino->parent != fs->root)
+		lru_touch(fs, ino->parent);
+	g_mutex_unlock(&fs->lru_lock);
 }
 
 void kvt_forget(struct kvt_fs *fs, struct kvt_inode *ino, uint64_t n)
@@ -601,7 +640,7 @@ void kvt_lru_forget(struct kvt_fs *fs, struct kvt_inode *ino)
 {
 	g_mutex_lock(&fs->lru_lock);
 	if (ino->lru) {
-		g_queue_unlink(&fs->lru, &ino->lru->link);
+		g_queue_unlink(lru_of(fs, ino), &ino->lru->link);
 		entry_free(ino->lru);
 		ino->lru = NULL;
 	}
@@ -624,7 +663,8 @@ void kvt_lru_free_all(struct kvt_fs *fs)
 {
 	GList *l;
 
-	while ((l = g_queue_pop_head_link(&fs->lru))) {
+	while ((l = g_queue_pop_head_link(&fs->lru_files)) ||
+	       (l = g_queue_pop_head_link(&fs->lru_dirs))) {
 		struct kvt_lru_entry *e = l->data;
 
 		e->ino->lru = NULL;

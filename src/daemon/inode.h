@@ -201,8 +201,9 @@ struct kvt_inode *kvt_lock_parent(struct kvt_fs *fs, struct kvt_inode *ino,
 /* The kernel's references to inodes: each LOOKUP reply is one, FORGET
  * gives them back, and the inode lives while the kernel holds any.  The
  * kernel keeps what it looked up until memory runs short, so past
- * -o max_inodes files the oldest names are dropped from its dentry cache
- * (it then forgets them) and the daemon's memory stays bounded. */
+ * -o max_inodes the names it looked up least recently, files first, are
+ * dropped from its dentry cache (it then forgets them) and the daemon's
+ * memory stays bounded. */
 
 /* One more kernel lookup of @ino; caller holds the parent's lock. */
 void kvt_count_lookup(struct kvt_fs *fs, struct kvt_inode *ino);

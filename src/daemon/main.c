@@ -202,6 +202,20 @@ static uint64_t copy_budget(const struct kvt_options *o)
 		   (uint64_t)4 << 30);
 }
 
+/* Names the kernel may know: -o max_inodes, or as many as 1/64 of the
+ * memory holds at 1 KiB each (what one costs the daemon at most, about
+ * 600 bytes in fact): vLLM's fan-out makes a directory per block or
+ * two, and a name the kernel was made to forget costs a round trip a
+ * level at its next lookup. */
+static guint inode_budget(const struct kvt_options *o)
+{
+	uint64_t mem = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+
+	if (o->max_inodes > 0)
+		return (guint)o->max_inodes;
+	return (guint)CLAMP(mem / 64 / 1024, 65536, 4194304);
+}
+
 /* The mount's state from its options and its open store. */
 static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_store *store,
 		    const char *lower)
@@ -233,7 +247,7 @@ static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_s
 		fs->remote_kind = remote;
 	}
 	fs->sync = o->sync;
-	fs->max_inodes = o->max_inodes;
+	fs->max_inodes = inode_budget(o);
 	fs->verifier = kvt_verifier_new(o->verify_cache);
 	if (fs->verify_always && o->copy_memory != 0)
 		/* A quarter of the threads may wait for a copy: the rest serve
@@ -320,7 +334,7 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	/* Here, not when found: a mount started in the background says
 	 * nothing on its terminal (t-service.sh), and logs where it will. */
 	bounds = kvt_bounds_describe(&fs->bounds);
-	g_info("bounds: %s", bounds);
+	g_info("bounds: %s; max_inodes=%u names the kernel knows", bounds, fs->max_inodes);
 	if (kvt_store_root_closed_from(fs->store))
 		g_message("LOWERDIR %s: mode %04o made 0700: others could reach the store "
 			  "around the mount", lower,

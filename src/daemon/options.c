@@ -129,8 +129,9 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		.help = "hash once a mount, at every open, or by the store's disk",
 	},
 	[KEY_MAX_INODES] = {
-		"max_inodes", COUNT, FIELD(max_inodes), 64, 1e9, 65536,
-		.metavar = "N", .help = "files the kernel knows",
+		"max_inodes", COUNT, FIELD(max_inodes), 64, 1e9, -1,
+		"auto: 1 KiB each in 1/64 of memory, 65536 to 4194304",
+		.metavar = "N", .help = "files and directories the kernel knows",
 	},
 	[KEY_URING] = {
 		"uring", WORD, FIELD(no_uring), .dflt = 0,
