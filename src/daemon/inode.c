@@ -544,9 +544,6 @@ static void entry_free(struct kvt_lru_entry *e)
 	g_free(e);
 }
 
-/* Enters an inode into fs->lru, and asks the kernel to drop the oldest
- * names past fs->max_inodes (caller holds the parent's lock, which keeps
- * ino->name). */
 static GQueue *lru_of(struct kvt_fs *fs, const struct kvt_inode *ino)
 {
 	return ino->is_dir ? &fs->lru_dirs : &fs->lru_files;
