@@ -8,9 +8,11 @@
 # them; A then stores past evict_high and evicts: the block B loaded stays
 # (its record's atime says so), the oldest others go, and miss on both
 # hosts.  B stores 4 more past the budget: none fails, B leaves the passes
-# to A (which leads from its mount on) and says so, and both hosts' statfs show the same usage, within the
-# budget.  Every name left reads back on both hosts, and kvtierfs-fsck
-# finds the store clean after (an eviction leaves no orphan).
+# to A (which leads from its mount on) and says so, and both hosts' statfs
+# show the same usage, within the budget.  Every name left reads back on
+# both hosts, and kvtierfs-fsck finds the store clean after (an eviction
+# leaves no orphan).  Then, on a fresh store, a block open on host B is
+# spared by host A's pass (B's pins file, peerpins.h).
 # kvt-kind: remote
 # kvt-timeout: 300
 . "$(dirname "$0")/lib.sh"
