@@ -54,7 +54,7 @@ static void check_parsed(const struct kvt_options *o)
 	expect(o->negative_timeout >= 0 && o->negative_timeout <= 86400);
 	expect(o->max_threads >= 1 && o->max_threads <= 1024);
 	expect(o->max_idle_threads >= -1 && o->max_idle_threads <= 1024);
-	expect(o->max_inodes >= 64 && o->max_inodes <= 1000000000);
+	expect(o->max_inodes == -1 || (o->max_inodes >= 64 && o->max_inodes <= 1000000000)); /* -1: auto */
 	expect(o->verify_cache >= 16 && o->verify_cache <= 1000000000);
 	expect(o->max_dir_fds >= 16 && o->max_dir_fds <= 1048576);
 	expect(!o->debug || o->foreground);
