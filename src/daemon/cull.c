@@ -50,7 +50,7 @@ static int evict_name(void *data, const char *path, uint64_t key, gint64 used_at
 	g_autofree char *dir = slash ? g_strndup(path, (gsize)(slash - path)) : g_strdup("");
 	g_autoptr(kvt_dir) d = NULL;
 	struct kvt_inode *p = known_dir(fs, dir), *child = NULL;
-	bool notify = false;
+	fuse_ino_t parent = 0;
 	struct stat st;
 	int ret;
 
@@ -87,11 +87,11 @@ static int evict_name(void *data, const char *path, uint64_t key, gint64 used_at
 	if (ret == 0 && child)
 		kvt_inode_detach(child);
 	if (p) {
-		notify = ret == 0;
+		parent = kvt_nodeid_of(fs, p);
 		kvt_inode_unlock(p);
 	}
-	if (notify)
-		kvt_notify_entry_held(fs, g_steal_pointer(&p), name);
+	if (ret == 0 && parent)
+		kvt_notify_entry(fs, parent, name);
 out:
 	if (p)
 		kvt_inode_unref(fs, p);

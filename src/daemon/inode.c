@@ -535,7 +535,6 @@ struct kvt_lru_entry {
 	struct kvt_inode *ino;
 	fuse_ino_t parent;    /* nodeid of the directory */
 	char *name;
-	struct kvt_inode *held; /* dropped: the directory, referenced */
 };
 
 static void entry_free(struct kvt_lru_entry *e)
@@ -584,17 +583,13 @@ static void lru_add(struct kvt_fs *fs, struct kvt_inode *ino)
 		struct kvt_lru_entry *old = g_queue_pop_head_link(q)->data;
 
 		old->ino->lru = NULL;
-		/* Alive while its entry is (kvt_lru_forget), and so its
-		 * directory, which the note holds until it is sent. */
-		old->held = kvt_inode_of(fs, old->parent);
-		kvt_inode_ref(old->held);
 		drop[n++] = old;
 	}
 	g_mutex_unlock(&fs->lru_lock);
 	/* Queued, not sent: the kernel holds this directory's lock while
 	 * it waits for our reply. */
 	for (int i = 0; i < n; i++) {
-		kvt_notify_entry_held(fs, drop[i]->held, drop[i]->name);
+		kvt_notify_entry(fs, drop[i]->parent, drop[i]->name);
 		entry_free(drop[i]);
 	}
 }

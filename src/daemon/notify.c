@@ -3,8 +3,6 @@
 
 #include <string.h>
 
-#include "inode.h"
-
 struct kvt_notifier {
 	GThreadPool *pool;
 };
@@ -22,8 +20,6 @@ static void run(gpointer data, gpointer user)
 	struct kvt_note *n = data;
 
 	send(user, n);
-	if (n->held)
-		kvt_inode_unref(user, n->held);
 	g_free(n->name);
 	g_free(n);
 }
@@ -58,20 +54,11 @@ void kvt_notify_entry(struct kvt_fs *fs, fuse_ino_t parent, const char *name)
 	queue(fs, &n);
 }
 
-void kvt_notify_entry_held(struct kvt_fs *fs, struct kvt_inode *parent, const char *name)
-{
-	struct kvt_note n = {
-		.parent = kvt_nodeid_of(fs, parent), .name = g_strdup(name), .held = parent,
-	};
-
-	queue(fs, &n);
-}
-
 struct kvt_notifier *kvt_notifier_new(struct kvt_fs *fs)
 {
 	struct kvt_notifier *n = g_new0(struct kvt_notifier, 1);
 
-	/* One thread: order does not matter. */
+	/* One thread: notifications are rare, and order does not matter. */
 	n->pool = g_thread_pool_new(run, fs, 1, FALSE, NULL);
 	return n;
 }

@@ -13,8 +13,6 @@ struct kvt_note {
 	fuse_ino_t parent; /* with @name: the dentry; 0: none */
 	char *name;
 	fuse_ino_t child;  /* the inode; 0: none */
-	struct kvt_inode *held; /* a reference on @parent's inode, dropped
-				 * once sent, or NULL */
 };
 
 /* Sends @note and clears it; with @sync_entry the dentry before
@@ -22,12 +20,6 @@ struct kvt_note {
 void kvt_notify(struct kvt_fs *fs, struct kvt_note *note, bool sync_entry);
 /* Queues the invalidation of @parent/@name. */
 void kvt_notify_entry(struct kvt_fs *fs, fuse_ino_t parent, const char *name);
-/* The same, taking a reference of the caller's on @parent, dropped once
- * it is sent: a node ID is the inode's address, and one freed while the
- * note waits may be another inode's when it is sent (the kernel then
- * answers ENOTDIR, which libfuse prints; evictions queue hundreds a
- * second). */
-void kvt_notify_entry_held(struct kvt_fs *fs, struct kvt_inode *parent, const char *name);
 
 struct kvt_notifier *kvt_notifier_new(struct kvt_fs *fs);
 /* Sends what is queued, then stops; call before the session ends. */
