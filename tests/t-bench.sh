@@ -1,6 +1,7 @@
 #!/bin/bash
 # kvtierfs-bench and scripts/bench, small: the phase lines and their fields
-# on a plain directory and on a mount, stores of present blocks skipped,
+# on a plain directory and on a mount (with the daemon's CPU by --cpu-of),
+# stores of present blocks skipped,
 # --check failing on a damaged and on a short block (plain) and on a damaged
 # lower object (mount), bad usage, and one quick round of scripts/bench.
 # kvt-kind: clients
@@ -16,7 +17,7 @@ ARGS=(--blocks "$BLOCKS" --block-size 256K --threads 4 --check)
 
 kvt_require_root
 [ -x "$KVTIERFS_BENCH" ] || bail "kvtierfs-bench is not built: $KVTIERFS_BENCH"
-plan 23
+plan 26
 kvt_setup
 PLAIN=$T/plain
 mkdir "$PLAIN" || bail "mkdir $PLAIN failed"
@@ -88,6 +89,15 @@ grep -Eq "^store: .* bytes=0 .*errors=0 skipped=$BLOCKS$" "$T/again.out"
 ok $? "mount: the second store skips all $BLOCKS blocks"
 ok_bench "mount: buffered load" "$T/buf.out" --dir "$MNT" "${ARGS[@]}" \
 	--phases load --buffered
+ok_bench "mount: load with --cpu-of the daemon" "$T/cpu.out" --dir "$MNT" "${ARGS[@]}" \
+	--phases load --cpu-of "$KVT_PID"
+cpu=$(grep -Eo ' cpu_s=[0-9]+\.[0-9]{2}$' "$T/cpu.out" | cut -d= -f2)
+[ -n "$cpu" ] && awk -v c="$cpu" 'BEGIN { exit !(c > 0 && c < 60) }'
+ok $? "mount: the load line ends with the daemon's CPU seconds, more than none (${cpu:-none})"
+bench "$T/cpu-bad.out" --dir "$MNT" --phases load --cpu-of 2147483647
+st=$?
+[ "$st" = 2 ] && grep -q 'no process 2147483647' "$T/cpu-bad.out.err" && [ ! -s "$T/cpu-bad.out" ]
+ok $? "--cpu-of a process that is not there: exit 2 before any phase (exit $st: $(cat "$T/cpu-bad.out.err"))"
 
 # --- damage is found ----------------------------------------------------------
 mapfile -t B < <(find "$PLAIN" -name '*.bin' | LC_ALL=C sort | head -n 2)
@@ -130,11 +140,14 @@ ok "$st" "scripts/bench --rounds 1 --blocks 32 --block-size 256K --no-fio (exit 
 [ "$st" = 0 ] || diag_file "$T/sb.err" 20
 num='[0-9]+\.[0-9]+'
 miss=
-for p in store "load cold" "load warm" "lookup hit" "lookup miss" "lookup miss, null FUSE fs" \
-	"lookup miss, kvtierfs / null FUSE fs"; do
+for p in store "load cold" "load warm" "load warm, against plain buffered reads" "lookup hit" \
+	"lookup hit, null FUSE fs \(cached\)" "lookup hit, kvtierfs / null FUSE fs" "lookup miss" \
+	"lookup miss, null FUSE fs" "lookup miss, kvtierfs / null FUSE fs"; do
 	grep -Eq "^\| $p \| $num (GB|kops)/s \| $num (GB|kops)/s \| $num \| " "$T/sb.out" ||
 		miss="$miss '$p'"
 done
+grep -Eq "^daemon CPU-seconds per GB .*: store $num, load cold $num, load warm $num$" "$T/sb.out" ||
+	miss="$miss 'daemon CPU'"
 [ -z "$miss" ] && grep -q '^| phase | plain | kvtierfs | ratio | target |$' "$T/sb.out" &&
 	grep -q '^command: .*scripts/bench --rounds 1' "$T/sb.out"
 ok $? "scripts/bench: the table has both medians and a ratio for every phase${miss:+ (missing:$miss)}"

@@ -216,6 +216,23 @@ static guint inode_budget(const struct kvt_options *o)
 	return (guint)CLAMP(mem / 64 / 1024, 65536, 4194304);
 }
 
+/* Lower directories kept open: -o max_dir_fds, or a quarter of the
+ * descriptors (stages may take half, bounds.c), 1024 at least.  A lookup
+ * in a directory not kept open opens it again, three more lower calls: a
+ * first miss among 100k blocks in vLLM's fan-out lands in any of its 4096
+ * directories of the first level. */
+static guint dir_fd_budget(const struct kvt_options *o)
+{
+	struct rlimit rl;
+	uint64_t fds = 0;
+
+	if (o->max_dir_fds > 0)
+		return (guint)o->max_dir_fds;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		fds = rl.rlim_cur == RLIM_INFINITY ? 1 << 22 : rl.rlim_cur;
+	return (guint)CLAMP(fds / 4, 1024, 1048576);
+}
+
 /* The mount's state from its options and its open store. */
 static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_store *store,
 		    const char *lower)
@@ -230,7 +247,7 @@ static void fs_init(struct kvt_fs *fs, const struct kvt_options *o, struct kvt_s
 	g_mutex_init(&fs->told_lock);
 	g_cond_init(&fs->statfs_done);
 	fs->store = store;
-	fs->dirs = kvt_dircache_new(o->max_dir_fds);
+	fs->dirs = kvt_dircache_new(dir_fd_budget(o));
 	fs->root = kvt_inode_new_root(fs, kvt_store_names(store));
 	fs->tmp_suffix = o->tmp_suffix;
 	fs->entry_timeout = o->entry_timeout;
@@ -334,7 +351,8 @@ static int serve(struct kvt_fs *fs, const struct kvt_options *o, const char *mnt
 	/* Here, not when found: a mount started in the background says
 	 * nothing on its terminal (t-service.sh), and logs where it will. */
 	bounds = kvt_bounds_describe(&fs->bounds);
-	g_info("bounds: %s; max_inodes=%u names the kernel knows", bounds, fs->max_inodes);
+	g_info("bounds: %s; max_inodes=%u names the kernel knows; max_dir_fds=%u", bounds,
+	       fs->max_inodes, kvt_dircache_capacity(fs->dirs));
 	if (kvt_store_root_closed_from(fs->store))
 		g_message("LOWERDIR %s: mode %04o made 0700: others could reach the store "
 			  "around the mount", lower,
@@ -497,12 +515,13 @@ int main(int argc, char **argv)
 	if (kvt_store_stale_removed(store))
 		g_message("removed staging left by %u dead mount(s)",
 			  kvt_store_stale_removed(store));
+	/* Before fs_init: the directories kept open follow the limit. */
+	raise_nofile();
 	fs_init(&fs, &o, store, lower);
 	kvt_uring_enable(!o.no_uring);
 	/* Modes come from clients with their umask applied by the kernel:
 	 * the daemon's own must not take more away. */
 	umask(0);
-	raise_nofile();
 	start_bounds(&fs, &o);
 	load_unwinder();
 	ret = serve(&fs, &o, mnt, lower);

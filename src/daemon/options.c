@@ -148,7 +148,8 @@ static const struct value_opt value_opts[N_VALUE_KEYS] = {
 		.help = "MiB of verified copies, 0 none (auto: 1/16 of memory, 4096 at most)",
 	},
 	[KEY_MAX_DIR_FDS] = {
-		"max_dir_fds", COUNT, FIELD(max_dir_fds), 16, 1048576, 1024,
+		"max_dir_fds", COUNT, FIELD(max_dir_fds), 16, 1048576, -1,
+		"auto: a quarter of the descriptors, 1024 at least",
 		.metavar = "N", .help = "open lower directories",
 	},
 	[KEY_MAX_PENDING] = {

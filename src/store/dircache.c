@@ -36,6 +36,11 @@ struct kvt_dircache *kvt_dircache_new(guint capacity)
 	return c;
 }
 
+guint kvt_dircache_capacity(const struct kvt_dircache *c)
+{
+	return c->capacity;
+}
+
 void kvt_dircache_free(struct kvt_dircache *c)
 {
 	if (!c)

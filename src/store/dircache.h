@@ -13,6 +13,7 @@
 struct kvt_dircache;
 
 struct kvt_dircache *kvt_dircache_new(guint capacity);
+guint kvt_dircache_capacity(const struct kvt_dircache *c);
 void kvt_dircache_free(struct kvt_dircache *c);
 
 /* The directory cached under @key, referenced, or NULL. */

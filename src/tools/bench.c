@@ -73,6 +73,8 @@ static const char usage_text[] =
 "                       stored them, past the kernel's short timeouts\n"
 "  --repeat-load N      run the load phase N times (default 1); the runs\n"
 "                       after the first are labelled load-2, load-3, ...\n"
+"  --cpu-of PID         each phase line also gives the CPU seconds process\n"
+"                       PID (the file system's daemon) used during it\n"
 "  --key-base N         first block key (default 0): keys BASE..BASE+N-1\n"
 "  --contents N         only N different block contents: block k holds the\n"
 "                       bytes of key BASE + (k - BASE) mod N, so stores past\n"
@@ -124,7 +126,7 @@ static const char usage_text[] =
 "\n"
 "Output, one line per phase:\n"
 "  <phase>: ops=N bytes=N secs=S GB/s=R ops/s=R p50_us=L p99_us=L max_us=L\n"
-"           errors=N [skipped=N]\n"
+"           errors=N [skipped=N] [cpu_s=S]\n"
 "--life prints a progress line every --interval seconds and a summary:\n"
 "  progress: t=S requests=N req/s=R store_GB/s=R load_GB/s=R\n"
 "           lookup_p50_us=L lookup_p99_us=L stored=N loaded=N errors=N\n"
@@ -164,6 +166,7 @@ static struct {
 	uint64_t blocks, key_base;
 	uint64_t contents;  /* 0: every block its own bytes */
 	unsigned threads, lookup_threads, repeat_load, lookup_after;
+	pid_t cpu_of;       /* 0: none */
 	int odirect, check, drop_caches, quiet, fsync;
 	int run[PH_COUNT];
 	int life, blocks_given, life_only;     /* life_only: an option of --life seen */
@@ -332,7 +335,7 @@ static uint64_t run_phase(enum phase ph, const char *label)
 	struct run r = { .phase = ph, .label = label, .tally.label = label };
 	struct timespec t0 = { 0 }, t1 = { 0 };
 	uint64_t errors, ops = O.blocks;
-	double secs;
+	double secs, cpu0 = -1, cpu1 = -1;
 	unsigned t;
 	int e;
 
@@ -354,6 +357,8 @@ static uint64_t run_phase(enum phase ph, const char *label)
 		if (e)
 			bio_fatal("pthread_create: %s", strerror(e));
 	}
+	if (O.cpu_of)
+		cpu0 = bio_cpu_secs(O.cpu_of);
 	pthread_barrier_wait(&r.start);
 	/* the phase lasts from the first worker's start to the last one's
 	 * end: thread creation is not timed */
@@ -365,6 +370,8 @@ static uint64_t run_phase(enum phase ph, const char *label)
 		if (!t || ts_before(&t1, &w[t].t_end))
 			t1 = w[t].t_end;
 	}
+	if (O.cpu_of)
+		cpu1 = bio_cpu_secs(O.cpu_of);
 	secs = (double)bio_ns_since(&t0, &t1) / 1e9;
 	qsort(r.lat_ns, ops, sizeof(*r.lat_ns), cmp_u64);
 	errors = atomic_load(&r.tally.errors);
@@ -378,6 +385,10 @@ static uint64_t run_phase(enum phase ph, const char *label)
 	       pct_us(r.lat_ns, ops, 100), errors);
 	if (ph == PH_STORE)
 		printf(" skipped=%" PRIu64, (uint64_t)atomic_load(&r.tally.skipped));
+	if (O.cpu_of && (cpu0 < 0 || cpu1 < 0))
+		bio_fatal("--cpu-of %d: cannot read /proc/%d/stat", (int)O.cpu_of, (int)O.cpu_of);
+	if (O.cpu_of)
+		printf(" cpu_s=%.2f", cpu1 - cpu0);
 	putchar('\n');
 	fflush(stdout);
 
@@ -535,6 +546,10 @@ static void parse_args(int argc, char **argv)
 			O.drop_caches = 1;
 		} else if (ARG("--lookup-after")) {
 			O.lookup_after = (unsigned)parse_u64(a, val, 0, 86400);
+		} else if (ARG("--cpu-of")) {
+			O.cpu_of = (pid_t)parse_u64(a, val, 1, INT32_MAX);
+			if (bio_cpu_secs(O.cpu_of) < 0)
+				usage_error("--cpu-of: no process %s (/proc/%s/stat)", val, val);
 		} else if (ARG("--repeat-load")) {
 			O.repeat_load = (unsigned)parse_u64(a, val, 1, 1000);
 		} else if (ARG("--key-base")) {

@@ -383,3 +383,26 @@ void bio_odirect_probe(void)
 			  BIO.dir, n < 0 ? strerror(e) : "short write");
 	free(page);
 }
+
+double bio_cpu_secs(pid_t pid)
+{
+	char path[64], line[1024], *p;
+	unsigned long long utime, stime;
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	ok = fgets(line, sizeof(line), f) != NULL;
+	fclose(f);
+	/* The command name may hold spaces and parentheses: the fields
+	 * after it start after its last ')'; utime and stime are the 14th
+	 * and 15th (proc(5)), the 12th and 13th after the state. */
+	p = ok ? strrchr(line, ')') : NULL;
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &utime, &stime) != 2)
+		return -1;
+	return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}

@@ -5,6 +5,7 @@
 #define KVT_BENCHIO_H
 
 #include <limits.h>
+#include <sys/types.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,5 +67,9 @@ int bio_load_checked(struct bio_tally *t, unsigned char *buf, const char *path,
 /* vLLM writes one O_DIRECT page before it trusts O_DIRECT on a tier:
  * exits with a message if that fails. */
 void bio_odirect_probe(void);
+
+/* CPU seconds (user + system) process @pid has used so far; -1 when it
+ * cannot be read (gone). */
+double bio_cpu_secs(pid_t pid);
 
 #endif

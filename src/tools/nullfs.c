@@ -5,8 +5,13 @@
  * else: the reference for a first miss on kvtierfs, which costs one such
  * round trip.  It is run the way kvtierfs is, with the same loop:
  *
- *     kvtierfs-nullfs -f -o ready_fd=N ANYDIR MOUNTPOINT
+ *     kvtierfs-nullfs -f [-o hits] [-o ready_fd=N] ANYDIR MOUNTPOINT
  *
+ * With -o hits every name is there instead: a directory, a new node each
+ * lookup, kept by the kernel for a day.  The second access() of a name is
+ * then served by the kernel's dentry cache alone: the reference for a
+ * lookup hit on any FUSE file system, which costs what the kernel's FUSE
+ * path walk costs.
  * ANYDIR is accepted and ignored, so that the benchmark mounts both alike.
  * Not installed.
  */
@@ -14,17 +19,35 @@
 #include <fuse_lowlevel.h>
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+static bool hits;
+static uint64_t next_node = FUSE_ROOT_ID + 1;
+
 static void null_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct fuse_entry_param e = {
+		.attr = { .st_mode = S_IFDIR | 0755, .st_nlink = 2 },
+		.attr_timeout = 86400,
+		.entry_timeout = 86400,
+	};
+
 	(void)parent;
 	(void)name;
-	fuse_reply_err(req, ENOENT);
+	if (!hits) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	/* Never reused, so forgets need no answer. */
+	e.ino = __atomic_fetch_add(&next_node, 1, __ATOMIC_RELAXED);
+	e.attr.st_ino = e.ino;
+	fuse_reply_entry(req, &e);
 }
 
 static void null_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -32,7 +55,7 @@ static void null_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 	struct stat st = { .st_ino = ino, .st_mode = S_IFDIR | 0755, .st_nlink = 2 };
 
 	(void)fi;
-	if (ino != FUSE_ROOT_ID) {
+	if (ino != FUSE_ROOT_ID && !hits) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
@@ -46,7 +69,7 @@ static const struct fuse_lowlevel_ops null_ops = {
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: kvtierfs-nullfs -f [-o ready_fd=N] ANYDIR MOUNTPOINT\n");
+	fprintf(stderr, "usage: kvtierfs-nullfs -f [-o hits] [-o ready_fd=N] ANYDIR MOUNTPOINT\n");
 	exit(2);
 }
 
@@ -62,11 +85,19 @@ int main(int argc, char **argv)
 	while ((opt = getopt(argc, argv, "fo:")) != -1) {
 		if (opt == 'f')
 			continue; /* always in the foreground */
-		if (opt != 'o' || strncmp(optarg, "ready_fd=", 9))
+		if (opt != 'o')
 			usage();
-		ready_fd = (int)strtol(optarg + 9, &end, 10);
-		if (*end || end == optarg + 9 || ready_fd < 0)
-			usage();
+		for (char *o = strtok(optarg, ","); o; o = strtok(NULL, ",")) {
+			if (!strcmp(o, "hits")) {
+				hits = true;
+				continue;
+			}
+			if (strncmp(o, "ready_fd=", 9))
+				usage();
+			ready_fd = (int)strtol(o + 9, &end, 10);
+			if (*end || end == o + 9 || ready_fd < 0)
+				usage();
+		}
 	}
 	if (argc - optind != 2)
 		usage();

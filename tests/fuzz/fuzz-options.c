@@ -56,7 +56,7 @@ static void check_parsed(const struct kvt_options *o)
 	expect(o->max_idle_threads >= -1 && o->max_idle_threads <= 1024);
 	expect(o->max_inodes == -1 || (o->max_inodes >= 64 && o->max_inodes <= 1000000000)); /* -1: auto */
 	expect(o->verify_cache >= 16 && o->verify_cache <= 1000000000);
-	expect(o->max_dir_fds >= 16 && o->max_dir_fds <= 1048576);
+	expect(o->max_dir_fds == -1 || (o->max_dir_fds >= 16 && o->max_dir_fds <= 1048576)); /* -1: auto */
 	expect(!o->debug || o->foreground);
 	/* what goes to fuse_session_new(): argv[0] and a NULL end */
 	expect(o->fuse_args.argc >= 1 && o->fuse_args.argv);
