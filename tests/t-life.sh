@@ -149,9 +149,10 @@ ok "$st" "mount: --life --blocks 2000 exits 0"
 ok $? "mount: 0 errors, 0 wrong bytes, $(field "$T/m.out" stored) stored, $(field "$T/m.out" hits) hits loaded"
 rss=$(field "$T/m.out" max_rss_MiB)
 fds=$(field "$T/m.out" max_fds)
+cpu=$(field "$T/m.out" cpu_s)
 kvt_num_cmp "$rss" -gt 1 && kvt_num_cmp "$rss" -lt 64 &&
-	kvt_num_cmp "$fds" -gt 3 && kvt_num_cmp "$fds" -le 4096
-ok $? "mount: the daemon's RSS and fds sampled and bounded (max RSS $rss MiB, max fds $fds)"
+	kvt_num_cmp "$fds" -gt 3 && kvt_num_cmp "$fds" -le 4096 && kvt_num_cmp "${cpu:-0}" -gt 0
+ok $? "mount: the daemon's RSS, fds and CPU sampled, RSS and fds bounded (max RSS $rss MiB, max fds $fds, ${cpu:-no} CPU seconds)"
 grep -Eq '^progress: .* rss_MiB=[0-9]+\.[0-9] fds=[0-9]+$' "$T/m.out"
 ok $? "mount: progress lines carry the daemon's RSS and fds"
 
@@ -260,8 +261,9 @@ grep -q '^| errors (all rounds) | 0 | 0 | | |$' "$T/sb.out" &&
 	grep -q '^| wrong bytes (blocks, all rounds) | 0 | 0 | | |$' "$T/sb.out"
 ok $? "scripts/bench --life: 0 errors and 0 wrong bytes on both sides"
 grep -Eq '^kvtierfs daemon, largest over the rounds: RSS [0-9.]+ MiB, open fds [0-9]+$' "$T/sb.out" &&
+	grep -Eq '^kvtierfs daemon CPU-seconds per GB stored and loaded: [0-9]+\.[0-9]{3} ' "$T/sb.out" &&
 	grep -q '^# kvtierfs 1: progress: ' "$T/sb.err" && grep -q '^# plain 1: progress: ' "$T/sb.err"
-ok $? "scripts/bench --life: the daemon's RSS and fds; progress lines of both sides on stderr"
+ok $? "scripts/bench --life: the daemon's RSS, fds and CPU per GB; progress lines of both sides on stderr"
 [ "$(head -c 4 "$T/life.png" | od -An -c | tr -d ' ')" = '211PNG' ] &&
 	grep -q "^plot: $T/life.png$" "$T/sb.out"
 ok $? "scripts/bench --life --plot: a PNG"

@@ -65,9 +65,7 @@ struct kvt_evictor {
 	guint64 passes;          /* passes made for stores that wait */
 	gint64 walked_at;        /* the thread's own, with: */
 	gint64 walk_us;          /* what the last walk took */
-	int lead_fd;             /* the thread's own: holds the evictor's lock
-				  * (layout.h), or -1 */
-	bool deferring;          /* the thread's own; and under lock, for
+	struct kvt_lead lead;    /* the thread's own; and under lock, for
 				  * make_room: */
 	bool others_lead;        /* another mount makes the passes */
 	bool leads;              /* this one does */
@@ -435,38 +433,23 @@ static void set_lead(struct kvt_evictor *ev, bool leads, bool others)
 	g_mutex_unlock(&ev->lock);
 }
 
+static const struct kvt_lead_job evictor_job = {
+	.lock = kvt_layout_lock_evictor,
+	.lock_name = "evictor's lock",
+	.other = "eviction: another mount evicts from this store past evict_high; this one "
+		 "makes room for its own stores only, and takes over when it is gone",
+	.now = "eviction: this mount now evicts from this store past evict_high",
+};
+
 /* Whether this mount makes the passes past the high watermark: one mount
  * of a store at a time (layout.h), as one reclaims; the others make room
  * for their own stores only, and take over when it is gone. */
 static bool lead(struct kvt_evictor *ev)
 {
-	int fd;
+	bool leads = kvt_lead_take(&ev->s->layout, &ev->lead);
 
-	if (ev->lead_fd >= 0)
-		return true;
-	fd = kvt_layout_lock_evictor(&ev->s->layout);
-	if (fd == -EAGAIN) {
-		if (!ev->deferring)
-			g_message("eviction: another mount evicts from this store past evict_high; "
-				  "this one makes room for its own stores only, and takes over when "
-				  "it is gone");
-		ev->deferring = true;
-		set_lead(ev, false, true);
-		return false;
-	}
-	if (fd < 0) {
-		/* No byte-range lock there, or the marker not writable: each
-		 * mount evicts, which is safe, only dearer. */
-		g_debug("%s: evictor's lock: %s; evicting anyway", KVT_MARKER, g_strerror(-fd));
-		set_lead(ev, true, false);
-		return true;
-	}
-	if (ev->deferring)
-		g_message("eviction: this mount now evicts from this store past evict_high");
-	ev->deferring = false;
-	set_lead(ev, true, false);
-	ev->lead_fd = fd;
-	return true;
+	set_lead(ev, leads, !leads);
+	return leads;
 }
 
 /* @pct% of @bytes, exact: evict_high=100 is the budget itself. */
@@ -588,7 +571,7 @@ void kvt_evictor_start(struct kvt_store *s, const struct kvt_evictor_opts *o)
 	g_mutex_init(&ev->lock);
 	g_cond_init(&ev->wake);
 	g_cond_init(&ev->passed);
-	ev->lead_fd = -1;
+	ev->lead = KVT_LEAD_INIT(&evictor_job);
 	ev->order = kvt_evict_new(o->policy, NULL);
 	ev->blocks = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	ev->pins = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
@@ -613,8 +596,7 @@ void kvt_evictor_stop(struct kvt_store *s)
 	g_thread_pool_free(ev->workers, FALSE, TRUE);
 	kvt_peerpins_free(ev->peers);
 	s->evictor = NULL;
-	if (ev->lead_fd >= 0)
-		close(ev->lead_fd);
+	kvt_lead_release(&ev->lead);
 	kvt_evict_free(ev->order);
 	g_hash_table_destroy(ev->blocks);
 	g_hash_table_destroy(ev->pins);

@@ -408,6 +408,38 @@ int kvt_layout_lock_evictor(struct kvt_layout *l)
 	return take_lock(l->root, KVT_MARKER, 0, EVICTOR_BYTE, 1);
 }
 
+bool kvt_lead_take(struct kvt_layout *l, struct kvt_lead *lead)
+{
+	int fd;
+
+	if (lead->fd >= 0)
+		return true;
+	fd = lead->job->lock(l);
+	if (fd == -EAGAIN) {
+		if (!lead->deferring)
+			g_message("%s", lead->job->other);
+		lead->deferring = true;
+		return false;
+	}
+	if (fd < 0) {
+		g_debug("%s: %s: %s; going on without it", KVT_MARKER, lead->job->lock_name,
+			g_strerror(-fd));
+		return true;
+	}
+	if (lead->deferring)
+		g_message("%s", lead->job->now);
+	lead->deferring = false;
+	lead->fd = fd;
+	return true;
+}
+
+void kvt_lead_release(struct kvt_lead *lead)
+{
+	if (lead->fd >= 0)
+		close(lead->fd);
+	lead->fd = -1;
+}
+
 int kvt_staging_live(struct kvt_layout *l, const char *name)
 {
 	g_autoptr(kvt_dir) stage = NULL;

@@ -121,6 +121,30 @@ int kvt_layout_lock_reclaimer(struct kvt_layout *l);
 /* The same for the evictor's passes past the high watermark (evictor.h):
  * the byte after the reclaimer's. */
 int kvt_layout_lock_evictor(struct kvt_layout *l);
+
+/* A store-wide job one mount does at a time (reclaim, eviction past the
+ * high watermark): the lock that says which, and what the log says when
+ * another mount has it and when this one takes over. */
+struct kvt_lead_job {
+	int (*lock)(struct kvt_layout *l);
+	const char *lock_name;  /* "reclaimer's lock" */
+	const char *other;
+	const char *now;
+};
+/* One mount's look at who does a job: its lock once taken, or -1. */
+struct kvt_lead {
+	const struct kvt_lead_job *job;
+	int fd;
+	bool deferring;         /* another mount had it at the last look */
+};
+#define KVT_LEAD_INIT(j) ((struct kvt_lead){ .job = (j), .fd = -1 })
+/* Whether this mount does @lead's job: it takes the lock if it can,
+ * and keeps it until kvt_lead_release; false while another live mount
+ * holds it.  Where there is no lock to take (no byte-range locks, or
+ * a marker that cannot be written), true: each mount does the job, which
+ * is safe, only dearer.  Logs a change of hands once. */
+bool kvt_lead_take(struct kvt_layout *l, struct kvt_lead *lead);
+void kvt_lead_release(struct kvt_lead *lead);
 /* "a FIFO", "a symbolic link"...: what is at @d/@name instead of what the
  * layout wants there. */
 const char *kvt_layout_what_is(struct kvt_dir *d, const char *name);

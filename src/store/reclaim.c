@@ -179,8 +179,7 @@ struct kvt_reclaimer {
 	gint stop;
 	GThread *thread;
 	double interval;
-	int lead_fd;        /* holds the reclaimer's lock (layout.h), or -1 */
-	bool deferring;     /* another mount held it at the last look */
+	struct kvt_lead lead; /* the reclaimer's lock (layout.h) */
 };
 
 /* Counts @n units of work and waits as long as the rate asks; false when
@@ -689,6 +688,14 @@ void kvt_reclaimer_pass(struct kvt_reclaimer *r, struct kvt_reclaim_result *res)
 	report(r, res);
 }
 
+static const struct kvt_lead_job reclaimer_job = {
+	.lock = kvt_layout_lock_reclaimer,
+	.lock_name = "reclaimer's lock",
+	.other = "another mount reclaims the orphans of this store; this one takes over "
+		 "when it is gone",
+	.now = "this mount now reclaims the orphans of this store",
+};
+
 struct kvt_reclaimer *kvt_reclaimer_new(struct kvt_store *s, const struct kvt_reclaim_opts *o)
 {
 	struct kvt_reclaimer *r = g_new0(struct kvt_reclaimer, 1);
@@ -699,7 +706,7 @@ struct kvt_reclaimer *kvt_reclaimer_new(struct kvt_store *s, const struct kvt_re
 		r->o.filter_bytes = KVT_RECLAIM_FILTER_BYTES;
 	/* Mounts sweeping side by side use other seeds, and so do passes. */
 	r->seed = (guint64)g_random_int() << 32 | g_random_int();
-	r->lead_fd = -1;
+	r->lead = KVT_LEAD_INIT(&reclaimer_job);
 	g_mutex_init(&r->lock);
 	g_cond_init(&r->cond);
 	return r;
@@ -710,32 +717,10 @@ struct kvt_reclaimer *kvt_reclaimer_new(struct kvt_store *s, const struct kvt_re
  * before each of theirs, and take over when its mount is gone. */
 static bool lead(struct kvt_reclaimer *r)
 {
-	int fd;
-
-	if (r->lead_fd >= 0)
+	if (kvt_lead_take(&r->s->layout, &r->lead))
 		return true;
-	fd = kvt_layout_lock_reclaimer(&r->s->layout);
-	if (fd == -EAGAIN) {
-		kvt_store_count(r->s, KVT_STAT_reclaim_deferred, 1);
-		if (!r->deferring)
-			g_message("another mount reclaims the orphans of this store; this one "
-				  "takes over when it is gone");
-		r->deferring = true;
-		return false;
-	}
-	if (fd < 0) {
-		/* No byte-range lock there, or the marker is not writable
-		 * (a squashed root): passing as every mount may is safe,
-		 * only dearer. */
-		g_debug("%s: reclaimer's lock: %s; reclaiming anyway", KVT_MARKER,
-			g_strerror(-fd));
-		return true;
-	}
-	if (r->deferring)
-		g_message("this mount now reclaims the orphans of this store");
-	r->deferring = false;
-	r->lead_fd = fd;
-	return true;
+	kvt_store_count(r->s, KVT_STAT_reclaim_deferred, 1);
+	return false;
 }
 
 static gpointer run(gpointer data)
@@ -783,8 +768,7 @@ void kvt_reclaimer_free(struct kvt_reclaimer *r)
 	g_mutex_unlock(&r->lock);
 	if (r->thread)
 		g_thread_join(r->thread);
-	if (r->lead_fd >= 0)
-		close(r->lead_fd);
+	kvt_lead_release(&r->lead);
 	g_mutex_clear(&r->lock);
 	g_cond_clear(&r->cond);
 	g_free(r);

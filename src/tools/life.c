@@ -543,6 +543,7 @@ struct life {
 	GArray *series;
 	double max_rss;
 	long max_fds;
+	double cpu0, cpu;              /* the daemon's CPU seconds: at the start, in the run */
 	struct sampler sm;
 	double unbounded_hit, lru_hit;  /* the stream through an exact LRU */
 	double unbounded_timed_hit, lru_timed_hit; /* the same, with the run's timing */
@@ -929,6 +930,8 @@ static void summary(struct life *s, double secs)
 		       hist_pct_us(&s->lookup, 99), (double)s->lookup.max / 1e3,
 		       errors, (uint64_t)atomic_load(&t_load.wrong), s->max_rss,
 		       s->max_fds, evicted);
+		if (s->cpu >= 0)
+			printf(" cpu_s=%.2f", s->cpu);
 		summary_eviction(s, false);
 		putchar('\n');
 		return;
@@ -950,6 +953,8 @@ static void summary(struct life *s, double secs)
 	       hist_pct_us(&s->lookup, 99), (double)s->lookup.max / 1e3, errors,
 	       (uint64_t)atomic_load(&t_load.wrong), s->max_rss, s->max_fds,
 	       evicted);
+	if (s->cpu >= 0)
+		printf(", \"cpu_s\": %.2f", s->cpu);
 	summary_eviction(s, true);
 	printf("},\n \"series\": [");
 	for (guint i = 0; i < s->series->len; i++) {
@@ -1046,6 +1051,7 @@ uint64_t life_run(const struct life_opts *o)
 		bio_odirect_probe();
 	s.t0 = g_get_monotonic_time();
 	s.next_report = s.t0 + (gint64)(L->interval * 1e6);
+	s.cpu0 = L->pid ? bio_cpu_secs(L->pid) : -1;
 	sampler_start(&s.sm);
 	while (!stream_done(&s) &&
 	       (L->duration <= 0 || secs_since(s.t0) < L->duration)) {
@@ -1057,6 +1063,7 @@ uint64_t life_run(const struct life_opts *o)
 	g_thread_pool_free(s.loads, FALSE, TRUE);
 	g_thread_pool_free(s.stores, FALSE, TRUE);
 	secs = secs_since(s.t0);
+	s.cpu = s.cpu0 >= 0 ? bio_cpu_secs(L->pid) - s.cpu0 : -1;
 	sampler_stop(&s.sm);
 	if (s.requests) {
 		struct sim_play all = sim_play(KVT_EVICT_LRU, UINT64_MAX, BIO.block_size,
