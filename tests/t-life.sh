@@ -249,7 +249,8 @@ sed 's/^/#   /' "$T/sb.out"
 ok "$st" "scripts/bench --life --rounds 1 --duration 25 --block-size 256K --plot (exit $st)"
 [ "$st" = 0 ] || diag_file "$T/sb.err" 30
 miss=
-for r in requests store "load (every byte checked)" "lookup p50 (access)" "lookup p99 (access)"; do
+for r in requests store "load (every byte checked)" "lookup p50 (access)" "lookup p99 (access)" \
+	"request p50 (lookups, loads, stores)" "request p99"; do
 	re=${r//(/\\(}
 	re=${re//)/\\)}
 	grep -Eq "^\| $re \| [0-9.]+ [A-Za-z/]+ \| [0-9.]+ [A-Za-z/]+ \| [0-9]+\.[0-9]{2} \| [0-9.]+-[0-9.]+ \|$" "$T/sb.out" ||
