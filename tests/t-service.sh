@@ -64,7 +64,7 @@ kvt_start "$LOWER" "$MNT"
 pid=$KVT_LAST_PID
 real_lower=$(readlink -f "$LOWER")
 grep -Fq "mounted $real_lower on $MNT, pid $pid (" <(log_of "$pid") &&
-	grep -q 'verify=auto,.*max_dir_fds=1024' <(log_of "$pid")
+	grep -q 'verify=auto,.*max_dir_fds=auto: a quarter of the descriptors' <(log_of "$pid")
 ok $? "a line at mount names the store, the mount point, the pid and the options in effect"
 log_of "$pid" >"$T/log.part"
 diag_file "$T/log.part" 5
