@@ -10,7 +10,7 @@
 # the names and the mount ran at 0.04 of the plain directory: each
 # lookup is a round trip to the daemon, which no order of forgetting
 # saves.  Then a first miss of as many names never stored, after which
-# the daemon holds open every first-level directory it looked in.
+# the daemon holds open most first-level directories it looked in.
 #
 # KVT_SCALE_BLOCKS sets the number of blocks (default 100000).
 # kvt-kind: mount
