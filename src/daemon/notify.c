@@ -58,7 +58,9 @@ struct kvt_notifier *kvt_notifier_new(struct kvt_fs *fs)
 {
 	struct kvt_notifier *n = g_new0(struct kvt_notifier, 1);
 
-	/* One thread: notifications are rare, and order does not matter. */
+	/* One thread: order does not matter.  Not rare: evictions and the
+	 * inode budget queue hundreds a second, and a queued note names its
+	 * directory by node ID only (performance.md, held invalidations). */
 	n->pool = g_thread_pool_new(run, fs, 1, FALSE, NULL);
 	return n;
 }
