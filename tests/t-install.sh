@@ -107,12 +107,12 @@ fi
 
 # systemd-analyze verify wants a unit instance and finds Documentation=
 # through man(1).
-cp "$INST/lib/systemd/system/kvtierfs@.service" "$T/kvtierfs@mnt-kvtierfs.service"
-MANPATH=$INST/share/man systemd-analyze verify "$T/kvtierfs@mnt-kvtierfs.service" \
+cp "$INST/lib/systemd/system/kvtierfs@.service" "$T/kvtierfs@kv.service"
+MANPATH=$INST/share/man systemd-analyze verify "$T/kvtierfs@kv.service" \
 	>"$T/verify.out" 2>&1
 st=$?
 [ "$st" = 0 ] && [ ! -s "$T/verify.out" ] &&
-	grep -qx "ExecStart=$INST/bin/kvtierfs -f \$KVTIERFS_OPTS \${LOWERDIR} %f" \
+	grep -qx "ExecStart=$INST/bin/kvtierfs -f \$KVTIERFS_OPTS \${LOWERDIR} \${MOUNTPOINT}" \
 		"$INST/lib/systemd/system/kvtierfs@.service" &&
 	grep -qx 'Type=notify' "$INST/lib/systemd/system/kvtierfs@.service"
 ok $? "systemd-analyze verify kvtierfs@.service: silent, exit $st (Type=notify, ExecStart in the prefix)"

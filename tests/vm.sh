@@ -8,6 +8,13 @@
 #     vm_tap                       # if it must reach a server running here
 #     vm_run tests/nfs-inner.sh    # its TAP output becomes this file's
 #
+# With VM_INIT=systemd set before vm_setup, the machine boots systemd
+# instead: its root is this machine's root under an overlay (the writes go
+# to memory), what the test put in $T/vm/root is copied over it before
+# systemd starts (the build's make install DESTDIR=, an fstab, units), and
+# systemd starts kvt-test.target: basic.target and the unit that runs the
+# script (vm_run), not this machine's own services.
+#
 # The machine is Debian's kernel (linux-image-amd64) under qemu, emulated
 # (no KVM here).  Its root is this machine's root, read-only over virtio-9p,
 # so the build under test, its libraries and the tools are the same files;
@@ -22,6 +29,7 @@
 # they need, from modules.dep); the others (fuse, nfs, nfsd, ceph,
 # virtio_net) are loaded from the root by modprobe.
 VM_BOOT_MODULES="virtio_pci 9pnet_virtio 9p"
+: "${VM_INIT:=script}"
 
 # vm_setup [CMD...]: the kernel, its modules and the tools (and the
 # commands CMD... the test runs in the machine), or bail out.
@@ -41,7 +49,52 @@ vm_setup() {
 	VM_MODS=/lib/modules/$VM_KVER
 	[ -f "$VM_MODS/modules.dep" ] || bail "no modules for $VM_KVER in $VM_MODS"
 	[ -r "$VM_KERNEL" ] || bail "$VM_KERNEL is not readable"
+	[ "$VM_INIT" = script ] || vm_systemd_root
 	vm_initramfs
+}
+
+# vm_systemd_root: $T/vm/root, what goes over the machine's root: the
+# target and the unit that run vm_run's script under systemd.
+vm_systemd_root() {
+	local u=$T/vm/root/etc/systemd/system
+	[ -x /lib/systemd/systemd ] || bail "no /lib/systemd/systemd: apt-get install systemd"
+	mkdir -p "$u" || bail "mkdir failed"
+	cat >"$u/kvt-test.target" <<-EOF
+		[Unit]
+		Description=kvtierfs: the test in this machine
+		Requires=basic.target
+		After=basic.target
+		Wants=kvt-test.service
+		AllowIsolate=yes
+	EOF
+	cat >"$u/kvt-test.service" <<-EOF
+		[Unit]
+		Description=kvtierfs: the test script
+		After=basic.target local-fs.target
+		[Service]
+		Type=oneshot
+		ExecStart=/bin/bash $T/vm/boot.sh
+	EOF
+	# /tmp as it is here (the build and the tests may be there): not
+	# emptied at boot
+	mkdir -p "$T/vm/root/etc/tmpfiles.d"
+	echo "d /tmp 1777 root root -" >"$T/vm/root/etc/tmpfiles.d/tmp.conf"
+}
+
+# vm_install_root: make install of the build into $T/vm/root, what the
+# machine's root gets.  A directory this machine has as a link (merged
+# /usr: /sbin -> usr/sbin) goes where the link points, as dpkg would put
+# it, since copying it over the link would fail.
+vm_install_root() {
+	local r=$T/vm/root d to
+	make -C "$top_builddir" install DESTDIR="$r" >"$T/vm/install.log" 2>&1 ||
+		{ diag_file "$T/vm/install.log" 20; bail "make install DESTDIR=$r failed"; }
+	for d in bin sbin lib lib64; do
+		[ -L "/$d" ] && [ -d "$r/$d" ] && [ ! -L "$r/$d" ] || continue
+		to=$(readlink "/$d")
+		mkdir -p "$r/$to" && cp -a "$r/$d/." "$r/$to/" && rm -rf "${r:?}/$d" ||
+			bail "cannot move $r/$d to $r/$to"
+	done
 }
 
 # vm_tap: the machine gets a network card on a tap device of this
@@ -89,7 +142,9 @@ vm_initramfs() {
 	local d=$T/vm/initrd.d m f
 	mkdir -p "$d"/{bin,dev,proc,sys,newroot,mods} || bail "mkdir failed"
 	cp "$VM_BUSYBOX" "$d/bin/busybox" || bail "cp busybox failed"
-	for f in $(vm_module_files $VM_BOOT_MODULES); do
+	local mods=$VM_BOOT_MODULES
+	[ "$VM_INIT" = script ] || mods+=" overlay"
+	for f in $(vm_module_files $mods); do
 		m=$(basename "${f%%.ko*}")
 		case "$f" in
 		*.ko) cp "$VM_MODS/$f" "$d/mods/$m.ko" ;;
@@ -101,16 +156,39 @@ vm_initramfs() {
 	done
 	cat >"$d/init" <<-'EOF'
 		#!/bin/busybox sh
-		# kvt.t= the shared test directory, kvt.run= the script to run in it
+		# kvt.t= the shared test directory, kvt.init= script or systemd
 		/bin/busybox --install -s /bin
 		export PATH=/bin
 		mount -t proc proc /proc
 		mount -t sysfs sys /sys
 		mount -t devtmpfs dev /dev
+		init=script
 		for a in $(cat /proc/cmdline); do
-			case $a in kvt.t=*) t=${a#kvt.t=} ;; esac
+			case $a in kvt.t=*) t=${a#kvt.t=} ;; kvt.init=*) init=${a#kvt.init=} ;; esac
 		done
 		for m in $(cat /mods/order); do insmod /mods/$m.ko || echo "insmod $m failed"; done
+		if [ "$init" = systemd ]; then
+			# systemd writes where it likes: the root read-only
+			# underneath, the writes in memory above it
+			mkdir -p /lower /rw
+			mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 root /lower ||
+				{ echo "kvt-vm: no root over 9p"; poweroff -f; }
+			mount -t tmpfs -o mode=0755 rw /rw
+			mkdir -p /rw/upper /rw/work
+			mount -t overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work root /newroot ||
+				{ echo "kvt-vm: no overlay over the root"; poweroff -f; }
+			mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 t /newroot$t ||
+				{ echo "kvt-vm: no test directory over 9p"; poweroff -f; }
+			cp -a /newroot$t/vm/root/. /newroot/ ||
+				{ echo "kvt-vm: cannot copy $t/vm/root"; poweroff -f; }
+			# this machine may be a container: the virtual one is
+			# not (systemd would ignore the kernel's command line)
+			rm -f /newroot/.dockerenv /newroot/run/.containerenv
+			mount --move /proc /newroot/proc
+			mount --move /sys /newroot/sys
+			mount --move /dev /newroot/dev
+			exec switch_root /newroot /lib/systemd/systemd
+		fi
 		mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 root /newroot ||
 			{ echo "kvt-vm: no root over 9p"; poweroff -f; }
 		# what is written there; the test's directory, read-write, at
@@ -137,6 +215,13 @@ vm_initramfs() {
 		bail "cannot make the initramfs"
 }
 
+# systemd's arguments: the test's target; the console quiet but for
+# what fails.
+vm_systemd_args() {
+	[ "$VM_INIT" = systemd ] || return 0
+	printf ' systemd.unit=kvt-test.target systemd.show_status=error'
+}
+
 # vm_run SCRIPT [ARGS...]: boot the machine, run SCRIPT there as root with
 # this file's environment (top_srcdir, top_builddir, KVT_*), its output
 # relayed here as it comes; returns its exit status.  The machine powers
@@ -155,6 +240,7 @@ vm_run() {
 		for v in $(compgen -e | grep -E '^(KVT|KVTIERFS|KVCLIENT)'); do
 			printf 'export %s=%q\n' "$v" "${!v}"
 		done
+		echo 'mkdir -p -m 1777 /run/tmp'
 		echo 'modprobe fuse'
 		echo 'ip link set lo up'
 		if [ -n "${VM_TAP:-}" ]; then
@@ -178,7 +264,7 @@ vm_run() {
 	qemu-system-x86_64 -machine q35 -cpu max -smp "$(nproc)" -m "$KVT_VM_MEM" "${net[@]}" \
 		-nographic -no-reboot -nodefaults -serial "file:$T/vm/console" \
 		-kernel "$VM_KERNEL" -initrd "$T/vm/initrd" \
-		-append "console=ttyS0 panic=-1 loglevel=4 kvt.t=$T" \
+		-append "console=ttyS0 panic=-1 loglevel=4 kvt.t=$T kvt.init=$VM_INIT$(vm_systemd_args)" \
 		-virtfs local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap \
 		-virtfs "local,path=$T,mount_tag=t,security_model=none,multidevs=remap" \
 		>"$T/vm/qemu.log" 2>&1 &

@@ -52,6 +52,9 @@ static void say(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/* Something but an automount point is mounted on @path: an automount
+ * point (autofs, systemd's x-systemd.automount) is there to be mounted
+ * over, and its mount runs this command. */
 static bool is_mountpoint(const char *path)
 {
 	g_autofree char *info = NULL;
@@ -62,9 +65,11 @@ static bool is_mountpoint(const char *path)
 	lines = g_strsplit(info, "\n", -1);
 	for (char **l = lines; *l; l++) {
 		g_auto(GStrv) f = g_strsplit(*l, " ", 6);
+		/* The file system's type follows the optional fields' " - ". */
+		const char *type = strstr(*l, " - ");
 
 		/* Field 5 is the mount point, with spaces as \040. */
-		if (g_strv_length(f) >= 5) {
+		if (g_strv_length(f) >= 5 && !(type && g_str_has_prefix(type, " - autofs "))) {
 			g_autofree char *mp = g_strcompress(f[4]);
 
 			if (!strcmp(mp, path))
