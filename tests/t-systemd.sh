@@ -13,7 +13,7 @@
 kvt_require_root
 kvt_setup
 VM_INIT=systemd
-vm_setup systemctl journalctl systemd-escape
+vm_setup systemctl journalctl setpriv
 vm_install_root
 R=$T/vm/root
 mkdir -p -m 0700 "$R/var/lib/kvt-boot" "$R/var/lib/kvt-auto" || bail "mkdir failed"
