@@ -3,7 +3,8 @@
 # on a plain directory and on a mount (with the daemon's CPU by --cpu-of),
 # stores of present blocks skipped,
 # --check failing on a damaged and on a short block (plain) and on a damaged
-# lower object (mount), bad usage, and one quick round of scripts/bench.
+# lower object (mount), bad usage, one quick round of scripts/bench, and
+# one of scripts/bench-tar on a small tree.
 # kvt-kind: clients
 . "$(dirname "$0")/lib.sh"
 
@@ -17,7 +18,7 @@ ARGS=(--blocks "$BLOCKS" --block-size 256K --threads 4 --check)
 
 kvt_require_root
 [ -x "$KVTIERFS_BENCH" ] || bail "kvtierfs-bench is not built: $KVTIERFS_BENCH"
-plan 26
+plan 28
 kvt_setup
 PLAIN=$T/plain
 mkdir "$PLAIN" || bail "mkdir $PLAIN failed"
@@ -208,3 +209,24 @@ if command -v setpriv >/dev/null; then
 else
 	skip "scripts/bench as a user says it needs root" "setpriv is missing"
 fi
+
+# --- scripts/bench-tar: one round of a small tree ---------------------------
+mkdir -p "$T/tree/a/b" "$T/bt" && printf 'one\n' >"$T/tree/a/one.h" &&
+	printf 'two\n' >"$T/tree/a/b/two.h" && ln -s ../one.h "$T/tree/a/b/link.h" &&
+	chmod 0640 "$T/tree/a/one.h" && touch -d 2001-02-03 "$T/tree/a/b/two.h" ||
+	bail "cannot make the tree"
+kvt_guard "$top_srcdir/scripts/bench-tar" --rounds 1 --tree "$T/tree" --dir "$T/bt" \
+	>"$T/bt.out" 2>"$T/bt.err"
+st=$?
+[ "$st" = 0 ] && grep -q '^failures: 0$' "$T/bt.out" &&
+	grep -Eq '^\| kvtierfs / plain \(target <= 2\) \| [0-9.]+ \([0-9.]+-[0-9.]+\) \|$' "$T/bt.out" &&
+	grep -Eq '^\| kvtierfs / passthrough_ll \| [0-9.]+ ' "$T/bt.out" &&
+	[ -z "$(ls -A "$T/bt")" ]
+ok $? "scripts/bench-tar --rounds 1: exit $st, the tree the same through kvtierfs and passthrough_ll as plain, the ratios, its directory removed"
+sed 's/^/#   /' "$T/bt.out"
+[ "$st" = 0 ] || diag_file "$T/bt.err" 10
+
+kvt_guard "$top_srcdir/scripts/bench-tar" --tree "$T/no-such-tree" --dir "$T/bt" >"$T/bt2.out" 2>&1
+st=$?
+[ "$st" = 1 ] && grep -q 'no-such-tree: not a directory' "$T/bt2.out"
+ok $? "scripts/bench-tar --tree of a missing directory: exit 1, says so (exit $st)"
