@@ -134,10 +134,13 @@ ok $? "after the restart: NRestarts 1, every block read back, a store works"
 ok $? "one mount on $SMNT, not the dead one under the new"
 
 # --- stop: unmounted, exit 0 -------------------------------------------
+# a client still holds a block open, as a server would
+exec {held}<"$SMNT/b1.bin" || bail "cannot open a block"
 systemctl stop "$UNIT"
 st=$?
 [ "$st" = 0 ] && ! grep -q " $SMNT " /proc/mounts && is_state inactive "$UNIT"
-ok $? "systemctl stop: exit $st, unmounted, inactive"
+ok $? "systemctl stop with a block held open: exit $st, unmounted, inactive"
+exec {held}<&-
 [ "$(systemctl show -p ExecMainStatus --value "$UNIT")" = 0 ] &&
 	[ "$(systemctl show -p Result --value "$UNIT")" = success ]
 ok $? "the daemon exited 0 (ExecMainStatus $(systemctl show -p ExecMainStatus --value "$UNIT"), Result $(systemctl show -p Result --value "$UNIT"))"
