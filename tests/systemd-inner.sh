@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 kvt_require_root
-plan 37
+plan 38
 kvt_setup
 command -v systemctl >/dev/null && [ -d /run/systemd/system ] ||
 	bail "systemd is not running here: run t-systemd.sh"
@@ -214,3 +214,11 @@ umount /mnt/kvt-auto
 st=$?
 [ "$st" = 0 ] && kvt_within 30 eval '! fuse_at /mnt/kvt-auto'
 ok $? "umount of the automounted store: exit $st, unmounted"
+
+# --- what the daemons said: no sanitizer report, no warning unasked ---
+journalctl -b -o cat --no-pager >"$T/boot.journal"
+! grep -Eq 'AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:' "$T/boot.journal" &&
+	! journalctl -b -t kvtierfs -p warning -o cat --no-pager | grep -v '^purged torn\.bin: ' | grep -q .
+ok $? "the journal of the boot: no sanitizer report, no warning of a daemon but the purge" ||
+	{ grep -E 'Sanitizer|runtime error:' "$T/boot.journal" | head -n 5 | sed 's/^/#   /'
+	  journalctl -b -t kvtierfs -p warning -o cat --no-pager | head -n 5 | sed 's/^/#   /'; }
