@@ -92,7 +92,7 @@ ok_bench "mount: buffered load" "$T/buf.out" --dir "$MNT" "${ARGS[@]}" \
 	--phases load --buffered
 ok_bench "mount: load with --cpu-of the daemon" "$T/cpu.out" --dir "$MNT" "${ARGS[@]}" \
 	--phases load --cpu-of "$KVT_PID"
-cpu=$(grep -Eo ' cpu_s=[0-9]+\.[0-9]{2}$' "$T/cpu.out" | cut -d= -f2)
+cpu=$(grep -Eo ' cpu_s=[0-9]+\.[0-9]{3}$' "$T/cpu.out" | cut -d= -f2)
 [ -n "$cpu" ] && awk -v c="$cpu" 'BEGIN { exit !(c > 0 && c < 60) }'
 ok $? "mount: the load line ends with the daemon's CPU seconds, more than none (${cpu:-none})"
 bench "$T/cpu-bad.out" --dir "$MNT" --phases load --cpu-of 2147483647

@@ -389,7 +389,7 @@ static uint64_t run_phase(enum phase ph, const char *label)
 	if (O.cpu_of && (cpu0 < 0 || cpu1 < 0))
 		bio_fatal("--cpu-of %d: cannot read /proc/%d/stat", (int)O.cpu_of, (int)O.cpu_of);
 	if (O.cpu_of)
-		printf(" cpu_s=%.2f", cpu1 - cpu0);
+		printf(" cpu_s=%.3f", cpu1 - cpu0);
 	putchar('\n');
 	fflush(stdout);
 
@@ -550,7 +550,7 @@ static void parse_args(int argc, char **argv)
 		} else if (ARG("--cpu-of")) {
 			O.cpu_of = (pid_t)parse_u64(a, val, 1, INT32_MAX);
 			if (bio_cpu_secs(O.cpu_of) < 0)
-				usage_error("--cpu-of: no process %s (/proc/%s/stat)", val, val);
+				usage_error("--cpu-of: no process %s", val);
 		} else if (ARG("--repeat-load")) {
 			O.repeat_load = (unsigned)parse_u64(a, val, 1, 1000);
 		} else if (ARG("--key-base")) {

@@ -931,7 +931,7 @@ static void summary(struct life *s, double secs)
 		       errors, (uint64_t)atomic_load(&t_load.wrong), s->max_rss,
 		       s->max_fds, evicted);
 		if (s->cpu >= 0)
-			printf(" cpu_s=%.2f", s->cpu);
+			printf(" cpu_s=%.3f", s->cpu);
 		summary_eviction(s, false);
 		putchar('\n');
 		return;
@@ -954,7 +954,7 @@ static void summary(struct life *s, double secs)
 	       (uint64_t)atomic_load(&t_load.wrong), s->max_rss, s->max_fds,
 	       evicted);
 	if (s->cpu >= 0)
-		printf(", \"cpu_s\": %.2f", s->cpu);
+		printf(", \"cpu_s\": %.3f", s->cpu);
 	summary_eviction(s, true);
 	printf("},\n \"series\": [");
 	for (guint i = 0; i < s->series->len; i++) {
