@@ -29,10 +29,17 @@ journal_of() {
 	journalctl -b -u "$1" -o cat --no-pager 2>/dev/null
 }
 
-# in_journal UNIT ERE: a line of UNIT's journal matches ERE.  The
-# journal takes a moment: within 10 s.
+# journal_has UNIT ERE: a line of UNIT's journal matches ERE (read as
+# grep's file: grep -q leaves early, and pipefail would count
+# journalctl's SIGPIPE).
+journal_has() {
+	grep -Eq "$2" <(journal_of "$1")
+}
+
+# in_journal UNIT ERE: journal_has, within 10 s: the journal takes a
+# moment.
 in_journal() {
-	kvt_within 10 grep -Eq "$2" <(journal_of "$1")
+	kvt_within 10 journal_has "$1" "$2"
 }
 
 # show_journal UNIT: its last lines as diagnostics.
@@ -196,8 +203,11 @@ fuse_at /mnt/kvt-boot && is_state active mnt-kvt\\x2dboot.mount &&
 	echo boot >/mnt/kvt-boot/b.bin && [ "$(cat /mnt/kvt-boot/b.bin)" = boot ]
 ok $? "an fstab line (fuse.kvtierfs): mounted at boot, by mnt-kvt\\x2dboot.mount, serving" ||
 	show_journal mnt-kvt\\x2dboot.mount
-kvt_within 10 grep -q "kvtierfs\[[0-9]*\]: mounted /var/lib/kvt-boot on /mnt/kvt-boot" \
-	<(journalctl -b -t kvtierfs -o short --no-pager)
+helper_logged() {
+	grep -q "kvtierfs\[[0-9]*\]: mounted /var/lib/kvt-boot on /mnt/kvt-boot" \
+		<(journalctl -b -t kvtierfs -o short --no-pager)
+}
+kvt_within 10 helper_logged
 ok $? "the daemon the helper started logs to the journal (its mount line)"
 umount /mnt/kvt-boot
 st=$?
