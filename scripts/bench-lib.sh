@@ -75,7 +75,7 @@ bench_workdir() {
 	flock "$lk" || die "cannot lock $W/running"
 	# Not a process group leader (no job control here): setsid makes
 	# the child one without forking, so its pid names its group.
-	KVT_BENCH_W=$W setsid "$BASH" "${BENCH_ARGV[@]}" &
+	KVT_BENCH_W=$W KVT_BENCH_LOCK_FD=$lk setsid "$BASH" "${BENCH_ARGV[@]}" &
 	BENCH_CHILD=$!
 	BENCH_GROUP=$BENCH_CHILD
 	exec {lk}>&-
@@ -83,6 +83,18 @@ bench_workdir() {
 	st=$?
 	BENCH_CHILD=
 	exit "$st"
+}
+
+# bench_daemon CMD...: run CMD, which leaves a daemon behind (one that
+# detaches from the script's process group), without the lock the
+# cleanup waits on.
+bench_daemon() {
+	local lock=${KVT_BENCH_LOCK_FD:-}
+	if [ -n "$lock" ]; then
+		"$@" {lock}>&-
+	else
+		"$@"
+	fi
 }
 
 bench_paths() {
@@ -145,6 +157,10 @@ cleanup() {
 	if [ -n "$DPID" ]; then
 		wait_pid "$DPID" 10
 	fi
+	# what else a script mounted in $W (scripts/bench-tar's
+	# passthrough_ll): its daemon ends with the unmount
+	awk -v p="$W/" -v m="$MNT" 'index($5, p) == 1 && $5 != m { print $5 }' /proc/self/mountinfo |
+		while read -r m; do fusermount3 -u -z "$m"; done
 	if mounted "$MNT"; then
 		echo "bench: $MNT is still mounted; $W is left in place" >&2
 	else

@@ -49,7 +49,11 @@ vm_setup() {
 	VM_MODS=/lib/modules/$VM_KVER
 	[ -f "$VM_MODS/modules.dep" ] || bail "no modules for $VM_KVER in $VM_MODS"
 	[ -r "$VM_KERNEL" ] || bail "$VM_KERNEL is not readable"
-	[ "$VM_INIT" = script ] || vm_systemd_root
+	case $VM_INIT in
+	script) ;;
+	systemd) vm_systemd_root ;;
+	*) bail "VM_INIT=$VM_INIT: script or systemd" ;;
+	esac
 	vm_initramfs
 }
 

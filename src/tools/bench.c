@@ -387,7 +387,7 @@ static uint64_t run_phase(enum phase ph, const char *label)
 	if (ph == PH_STORE)
 		printf(" skipped=%" PRIu64, (uint64_t)atomic_load(&r.tally.skipped));
 	if (O.cpu_of && (cpu0 < 0 || cpu1 < 0))
-		bio_fatal("--cpu-of %d: cannot read /proc/%d/stat", (int)O.cpu_of, (int)O.cpu_of);
+		bio_fatal("--cpu-of %d: cannot read its CPU clock (gone?)", (int)O.cpu_of);
 	if (O.cpu_of)
 		printf(" cpu_s=%.3f", cpu1 - cpu0);
 	putchar('\n');
